@@ -1,0 +1,1 @@
+"""Tenants (organizations), their API keys, and key authentication for REST and WebSockets."""

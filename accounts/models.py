@@ -1,0 +1,97 @@
+"""Organization (the tenant) and ApiKey.
+
+A key is `tts_<prefix>_<secret>`: the prefix is stored in clear to find the row and to show in
+lists; only a SHA-256 of the whole key is stored. SHA-256, not PBKDF2: the secret has ~190 bits of
+entropy, so a slow hash buys nothing, and it runs on every request.
+"""
+from __future__ import annotations
+
+import hashlib
+import hmac
+import secrets
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import models
+from django.utils import timezone
+
+KEY_SCHEME = "tts"
+PREFIX_LENGTH = 12
+SECRET_LENGTH = 32
+LAST_USED_RESOLUTION = timedelta(minutes=1)
+
+
+def hash_key(raw_key: str) -> str:
+    return hashlib.sha256(raw_key.encode("utf-8")).hexdigest()
+
+
+class Organization(models.Model):
+    name = models.CharField(max_length=200)
+    slug = models.SlugField(max_length=100, unique=True)
+    suspended_at = models.DateTimeField(null=True, blank=True)
+    suspension_reason = models.CharField(max_length=500, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def is_suspended(self) -> bool:
+        return self.suspended_at is not None
+
+    def create_api_key(self, name: str, expires_at=None, created_by=None) -> tuple[ApiKey, str]:
+        """Make a key; the raw key is returned once and never stored."""
+        prefix = secrets.token_urlsafe(PREFIX_LENGTH)[:PREFIX_LENGTH].replace("_", "x").replace("-", "y")
+        secret = secrets.token_urlsafe(SECRET_LENGTH)[:SECRET_LENGTH]
+        raw = f"{KEY_SCHEME}_{prefix}_{secret}"
+        key = ApiKey.objects.create(
+            organization=self,
+            name=name,
+            prefix=prefix,
+            hashed_key=hash_key(raw),
+            expires_at=expires_at,
+            created_by=created_by,
+        )
+        return key, raw
+
+
+class ApiKey(models.Model):
+    organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="api_keys")
+    name = models.CharField(max_length=200)
+    prefix = models.CharField(max_length=PREFIX_LENGTH, unique=True)
+    hashed_key = models.CharField(max_length=64)
+    created_at = models.DateTimeField(default=timezone.now)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    expires_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({KEY_SCHEME}_{self.prefix}_…)"
+
+    def matches(self, raw_key: str) -> bool:
+        return hmac.compare_digest(self.hashed_key, hash_key(raw_key))
+
+    def is_usable(self, now=None) -> bool:
+        now = now or timezone.now()
+        return self.revoked_at is None and (self.expires_at is None or self.expires_at > now)
+
+    def touch(self, now=None) -> None:
+        """Record use coarsely: at most one write a minute per key."""
+        now = now or timezone.now()
+        if self.last_used_at is None or now - self.last_used_at >= LAST_USED_RESOLUTION:
+            ApiKey.objects.filter(pk=self.pk).update(last_used_at=now)
+            self.last_used_at = now
+
+    def revoke(self) -> None:
+        if self.revoked_at is None:
+            self.revoked_at = timezone.now()
+            ApiKey.objects.filter(pk=self.pk, revoked_at__isnull=True).update(revoked_at=self.revoked_at)

@@ -1,0 +1,8 @@
+from __future__ import annotations
+
+from django.apps import AppConfig
+
+
+class BillingConfig(AppConfig):
+    name = "billing"
+    default_auto_field = "django.db.models.BigAutoField"

@@ -1,0 +1,162 @@
+"""Text preparation before ChatTTS: control tags, normalisation, sentence splitting, token budgets.
+
+ChatTTS silently deletes what it cannot pronounce ("价格是100元" becomes "价格是元"), so numbers,
+dates, currencies and symbols are spelled out first with WeTextProcessing's Chinese and English
+grammars (shipped compiled in its wheel; no network, ~2 s to load once per process). Long text is
+split here at sentence boundaries rather than by ChatTTS's own `split_text`, which mutates the
+caller's parameters and changes later calls.
+"""
+from __future__ import annotations
+
+import math
+import re
+import threading
+from dataclasses import dataclass
+
+SAMPLE_RATE = 24000
+SAMPLES_PER_TOKEN = 512
+TOKENS_PER_SECOND = SAMPLE_RATE / SAMPLES_PER_TOKEN  # 46.875
+
+# Inline control tags users may write in `input` (ChatTTS's tokenizer knows them).
+INLINE_TAGS = frozenset(
+    ["[uv_break]", "[v_break]", "[lbreak]", "[llbreak]", "[laugh]"]
+    + [f"[break_{i}]" for i in range(8)]
+    + [f"[laugh_{i}]" for i in range(3)]
+    + [f"[oral_{i}]" for i in range(10)]
+)
+# Tags that steer text refinement (`refine_prompt`).
+REFINE_TAG = re.compile(r"^(\[(oral_\d|laugh_[0-2]|break_[0-7])\])+$")
+TAG = re.compile(r"\[[a-z]+(?:_[a-z]+)?(?:_\d)?\]")
+CJK = re.compile(r"[\u3400-\u9fff]")
+# Sentence ends: Chinese ones always; Latin ones when followed by space or the end.
+SENTENCE_END = re.compile(r"(?<=[。！？；…!?;])|(?<=\.)(?=\s|$)|\n+")
+CLAUSE_END = re.compile(r"(?<=[，、：,:])")
+
+# A segment is at most this many seconds of estimated speech, so that its token budget stays
+# well inside one generation.
+MAX_SEGMENT_SECONDS = 12.0
+# Estimated speaking time per character (generous: budgets are an upper bound, not a target).
+SECONDS_PER_CJK_CHAR = 0.32
+SECONDS_PER_OTHER_CHAR = 0.085
+
+
+class TextError(ValueError):
+    """Input that cannot be synthesised; the message is shown to the user."""
+
+
+def unknown_tags(text: str) -> list[str]:
+    return sorted({t for t in TAG.findall(text) if t not in INLINE_TAGS})
+
+
+_normalizers: dict[str, object] = {}
+_lock = threading.Lock()
+
+
+def _normalizer(lang: str):
+    with _lock:
+        if lang not in _normalizers:
+            if lang == "zh":
+                from tn.chinese.normalizer import Normalizer
+            else:
+                from tn.english.normalizer import Normalizer
+            _normalizers[lang] = Normalizer(overwrite_cache=False)
+        return _normalizers[lang]
+
+
+def preload() -> None:
+    for lang in ("zh", "en"):
+        _normalizer(lang)
+
+
+def detect_language(text: str) -> str:
+    return "zh" if CJK.search(text) else "en"
+
+
+def normalize(text: str) -> str:
+    """Spell out numbers, dates, currencies and symbols; keep inline control tags as they are."""
+    parts = TAG.split(text)
+    tags = TAG.findall(text)
+    out: list[str] = []
+    for i, part in enumerate(parts):
+        if part.strip():
+            lang = detect_language(part)
+            lead = part[: len(part) - len(part.lstrip())]
+            trail = part[len(part.rstrip()) :]
+            part = lead + _normalizer(lang).normalize(part.strip()) + trail
+        out.append(part)
+        if i < len(tags):
+            out.append(tags[i])
+    return re.sub(r"[ \t]+", " ", "".join(out)).strip()
+
+
+def estimate_seconds(text: str) -> float:
+    plain = TAG.sub("", text)
+    cjk = len(CJK.findall(plain))
+    other = sum(1 for ch in plain if ch.isalnum()) - cjk
+    return cjk * SECONDS_PER_CJK_CHAR + max(other, 0) * SECONDS_PER_OTHER_CHAR
+
+
+def token_budget(segment: str, speed: float = 1.0) -> int:
+    """The most audio tokens one segment may generate: proportional to its text, so a runaway
+    generation (random weights rarely emit the end token) stops."""
+    seconds = 1.0 + 2.0 * estimate_seconds(segment) / max(speed, 0.25)
+    return max(24, math.ceil(seconds * TOKENS_PER_SECOND))
+
+
+def _hard_split(piece: str) -> list[str]:
+    limit_chars = int(MAX_SEGMENT_SECONDS / (SECONDS_PER_CJK_CHAR if CJK.search(piece) else SECONDS_PER_OTHER_CHAR))
+    words = piece.split(" ") if not CJK.search(piece) else list(piece)
+    joiner = " " if not CJK.search(piece) else ""
+    chunks, current = [], ""
+    for w in words:
+        candidate = f"{current}{joiner}{w}" if current else w
+        if len(candidate) > limit_chars and current:
+            chunks.append(current)
+            current = w
+        else:
+            current = candidate
+    if current:
+        chunks.append(current)
+    return chunks
+
+
+def split_text(text: str) -> list[str]:
+    """Split at sentence ends, then pack sentences into segments of at most MAX_SEGMENT_SECONDS;
+    a sentence longer than that is cut at clause ends, then between words."""
+    sentences = [s.strip() for s in SENTENCE_END.split(text) if s and s.strip()]
+    pieces: list[str] = []
+    for s in sentences:
+        if estimate_seconds(s) <= MAX_SEGMENT_SECONDS:
+            pieces.append(s)
+            continue
+        for clause in (c.strip() for c in CLAUSE_END.split(s) if c.strip()):
+            pieces.extend([clause] if estimate_seconds(clause) <= MAX_SEGMENT_SECONDS else _hard_split(clause))
+    segments: list[str] = []
+    for piece in pieces:
+        if segments and estimate_seconds(segments[-1] + piece) <= MAX_SEGMENT_SECONDS:
+            joiner = "" if CJK.search(piece[:1] + segments[-1][-1:]) else " "
+            segments[-1] = f"{segments[-1]}{joiner}{piece}"
+        else:
+            segments.append(piece)
+    return [s for s in segments if TAG.sub("", s).strip()]
+
+
+@dataclass(frozen=True)
+class PreparedText:
+    normalized: str
+    segments: list[str]
+
+    @property
+    def max_audio_seconds(self) -> float:
+        return sum(token_budget(s) for s in self.segments) * SAMPLES_PER_TOKEN / SAMPLE_RATE
+
+
+def prepare(text: str) -> PreparedText:
+    bad = unknown_tags(text)
+    if bad:
+        raise TextError(f"Unknown control tag(s) {', '.join(bad)}; allowed: {', '.join(sorted(INLINE_TAGS))}.")
+    normalized = normalize(text)
+    segments = split_text(normalized)
+    if not segments:
+        raise TextError("The input has nothing to say once normalised (only tags, spaces or symbols).")
+    return PreparedText(normalized=normalized, segments=segments)

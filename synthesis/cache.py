@@ -1,0 +1,81 @@
+"""The audio cache (the seed design's Redis cache), bounded in entry size and in total bytes.
+
+Key: `tts:audio:<model version>:<sha256 of the normalised text>:<hash of every generation
+parameter>`. Only deterministic requests (a seed given) are cached. The value is the 16-bit PCM,
+so one entry serves every `response_format`. Entries expire after TTS_CACHE_TTL; when the total
+passes TTS_CACHE_MAX_BYTES the oldest entries are evicted, atomically, in one Lua script.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from dataclasses import asdict
+
+from django.conf import settings
+
+from inference.engine import SynthesisParams
+from tts_saas.redis import get_async_redis, get_redis
+
+INDEX = "tts:audio:index"  # sorted set: entry key -> time stored
+SIZES = "tts:audio:sizes"  # hash: entry key -> bytes
+TOTAL = "tts:audio:total"  # bytes held
+STATS = "tts:audio:stats"  # hash: hits, misses, stores, evictions
+
+_PUT = """
+local key, index, sizes, total = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local value, ttl, now, max_total = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
+local function drop(k)
+  local s = tonumber(redis.call('HGET', sizes, k) or '0')
+  redis.call('DEL', k); redis.call('ZREM', index, k); redis.call('HDEL', sizes, k)
+  redis.call('DECRBY', total, s)
+  return s
+end
+for _, k in ipairs(redis.call('ZRANGEBYSCORE', index, '-inf', now - ttl)) do drop(k) end
+if redis.call('HEXISTS', sizes, key) == 1 then drop(key) end
+redis.call('SET', key, value, 'EX', ttl)
+redis.call('ZADD', index, now, key)
+redis.call('HSET', sizes, key, string.len(value))
+local held = redis.call('INCRBY', total, string.len(value))
+local evicted = 0
+while held > max_total do
+  local oldest = redis.call('ZRANGE', index, 0, 0)[1]
+  if (not oldest) or oldest == key then break end
+  drop(oldest)
+  evicted = evicted + 1
+  held = tonumber(redis.call('GET', total))
+end
+redis.call('HINCRBY', KEYS[5], 'stores', 1)
+if evicted > 0 then redis.call('HINCRBY', KEYS[5], 'evictions', evicted) end
+return evicted
+"""
+
+
+def cache_key(model_version: str, normalized_text: str, params: SynthesisParams) -> str:
+    text_hash = hashlib.sha256(normalized_text.encode("utf-8")).hexdigest()
+    params_hash = hashlib.sha256(json.dumps(asdict(params), sort_keys=True).encode()).hexdigest()[:16]
+    return f"tts:audio:{model_version}:{text_hash}:{params_hash}"
+
+
+def put(key: str, pcm16: bytes) -> bool:
+    if not key or len(pcm16) > settings.TTS_CACHE_MAX_ENTRY_BYTES:
+        return False
+    get_redis().eval(
+        _PUT, 5, key, INDEX, SIZES, TOTAL, STATS,
+        pcm16, settings.TTS_CACHE_TTL, time.time(), settings.TTS_CACHE_MAX_BYTES,
+    )
+    return True
+
+
+async def aget(key: str) -> bytes | None:
+    r = get_async_redis()
+    value = await r.get(key)
+    await r.hincrby(STATS, "hits" if value is not None else "misses", 1)
+    return value
+
+
+def stats() -> dict[str, int]:
+    raw = get_redis().hgetall(STATS)
+    values = {k.decode(): int(v) for k, v in raw.items()}
+    values["bytes"] = int(get_redis().get(TOTAL) or 0)
+    return values

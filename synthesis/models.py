@@ -1,0 +1,50 @@
+"""Job: one synthesis request, from acceptance to audio (or failure)."""
+from __future__ import annotations
+
+import uuid
+
+from django.db import models
+from django.utils import timezone
+
+from accounts.models import ApiKey, Organization
+
+
+class Job(models.Model):
+    class Status(models.TextChoices):
+        QUEUED = "queued"
+        RUNNING = "running"
+        SUCCEEDED = "succeeded"
+        FAILED = "failed"
+        CANCELLED = "cancelled"
+        EXPIRED = "expired"  # no worker took it in time; never run
+
+    FINAL = (Status.SUCCEEDED, Status.FAILED, Status.CANCELLED, Status.EXPIRED)
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="jobs")
+    api_key = models.ForeignKey(ApiKey, null=True, blank=True, on_delete=models.SET_NULL, related_name="jobs")
+    request_id = models.CharField(max_length=128, blank=True)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.QUEUED, db_index=True)
+    model = models.CharField(max_length=64)
+    model_version = models.CharField(max_length=64, blank=True)
+    voice = models.CharField(max_length=64)
+    response_format = models.CharField(max_length=8)
+    input = models.TextField()
+    segments = models.JSONField(default=list)  # normalised text, one entry per generation
+    params = models.JSONField(default=dict)  # inference.engine.SynthesisParams as a dict
+    cacheable = models.BooleanField(default=False)  # deterministic: a seed was given
+    cache_key = models.CharField(max_length=200, blank=True)  # set when the result was cached
+    characters = models.PositiveIntegerField(default=0)
+    audio_seconds = models.FloatField(default=0.0)
+    error_code = models.CharField(max_length=64, blank=True)
+    error_message = models.TextField(blank=True)
+    created_at = models.DateTimeField(default=timezone.now, db_index=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        indexes = [models.Index(fields=["organization", "-created_at"])]
+
+    def __str__(self) -> str:
+        return f"job {self.id} ({self.status})"

@@ -1,0 +1,55 @@
+"""Per-job chunk streams: the worker appends events to a Redis Stream, readers replay it.
+
+A stream (not channels' group_send, which drops messages to a full channel silently) is ordered,
+replayable and kept for TTS_STREAM_TTL, so a reader that attaches late or reconnects reads from
+any offset and loses nothing. Events: `start`, `audio` (16-bit PCM), `end`, `error`.
+"""
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+
+from django.conf import settings
+
+from tts_saas.redis import get_async_redis, get_redis
+
+
+def stream_key(job_id) -> str:
+    return f"tts:job:{job_id}:events"
+
+
+@dataclass(frozen=True)
+class Event:
+    id: str
+    type: str
+    fields: dict[str, bytes]
+
+    def text(self, name: str, default: str = "") -> str:
+        value = self.fields.get(name)
+        return value.decode() if value is not None else default
+
+
+def publish(job_id, event_type: str, **fields) -> None:
+    key = stream_key(job_id)
+    data = {"type": event_type, **{k: v if isinstance(v, bytes) else str(v) for k, v in fields.items()}}
+    pipe = get_redis().pipeline(transaction=False)
+    pipe.xadd(key, data)
+    pipe.expire(key, settings.TTS_STREAM_TTL)
+    pipe.execute()
+
+
+async def read(job_id, after: str = "0-0", block_ms: int = 1000) -> AsyncIterator[Event | None]:
+    """Yield events after `after` in order; yields None whenever `block_ms` pass with nothing new,
+    so the caller can enforce its own deadlines."""
+    r = get_async_redis()
+    key = stream_key(job_id)
+    last = after
+    while True:
+        reply = await r.xread({key: last}, block=block_ms, count=64)
+        if not reply:
+            yield None
+            continue
+        for entry_id, raw in reply[0][1]:
+            last = entry_id.decode()
+            fields = {k.decode(): v for k, v in raw.items()}
+            yield Event(id=last, type=fields.pop("type").decode(), fields=fields)

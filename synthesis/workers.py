@@ -1,0 +1,97 @@
+"""Which synthesis workers are alive, what model they serve, and whether it loaded.
+
+Each worker process registers itself in a sorted set scored by the time its registration runs out
+and renews it from a heartbeat thread. The web refuses at once with 503 when no worker is ready,
+rather than queueing a job nobody will run.
+"""
+from __future__ import annotations
+
+import json
+import os
+import socket
+import threading
+import time
+from dataclasses import dataclass
+
+from django.conf import settings
+
+from tts_saas.redis import get_async_redis, get_redis
+
+REGISTRY = "tts:workers"
+INFO = "tts:workers:info"
+VERSIONS = "tts:model_versions"  # sorted set: model version -> last time a worker served it
+
+
+@dataclass(frozen=True)
+class WorkerState:
+    name: str
+    status: str  # "ready" or "unavailable"
+    model_version: str
+    error: str
+
+
+def worker_name() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def register(status: str, model_version: str = "", error: str = "") -> None:
+    name = worker_name()
+    info = json.dumps({"status": status, "model_version": model_version, "error": error})
+    pipe = get_redis().pipeline()
+    pipe.zadd(REGISTRY, {name: time.time() + settings.TTS_WORKER_HEARTBEAT_TTL})
+    pipe.hset(INFO, name, info)
+    if status == "ready":
+        pipe.zadd(VERSIONS, {model_version: time.time()})
+    pipe.execute()
+
+
+def unregister() -> None:
+    name = worker_name()
+    pipe = get_redis().pipeline()
+    pipe.zrem(REGISTRY, name)
+    pipe.hdel(INFO, name)
+    pipe.execute()
+
+
+def start_heartbeat(status: str, model_version: str = "", error: str = "") -> threading.Thread:
+    register(status, model_version, error)
+
+    def beat() -> None:
+        while True:
+            time.sleep(settings.TTS_WORKER_HEARTBEAT_TTL / 3)
+            try:
+                register(status, model_version, error)
+            except Exception:  # Redis briefly away: the next beat retries
+                pass
+
+    thread = threading.Thread(target=beat, name="tts-heartbeat", daemon=True)
+    thread.start()
+    return thread
+
+
+def _parse(names: list[bytes], infos: list[bytes | None]) -> list[WorkerState]:
+    states = []
+    for name, raw in zip(names, infos, strict=True):
+        if raw is None:
+            continue
+        info = json.loads(raw)
+        states.append(WorkerState(name.decode(), info["status"], info["model_version"], info["error"]))
+    return states
+
+
+def live_workers() -> list[WorkerState]:
+    r = get_redis()
+    names = r.zrangebyscore(REGISTRY, time.time(), "+inf")
+    return _parse(names, r.hmget(INFO, names) if names else [])
+
+
+async def alive_workers() -> list[WorkerState]:
+    r = get_async_redis()
+    names = await r.zrangebyscore(REGISTRY, time.time(), "+inf")
+    return _parse(names, await r.hmget(INFO, names) if names else [])
+
+
+async def recent_model_versions(limit: int = 3) -> list[str]:
+    """Versions served lately, newest first: cached audio stays reachable while workers restart."""
+    names = await get_async_redis().zrevrange(VERSIONS, 0, limit - 1)
+    return [n.decode() for n in names]

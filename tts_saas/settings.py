@@ -1,0 +1,149 @@
+"""tts_saas settings. Every value comes from the environment; the defaults run locally as is."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import dj_database_url
+
+from .env import envbool, envfloat, envint, envsecret, envstr
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+VAR_DIR = Path(envstr("TTS_VAR_DIR", str(BASE_DIR / "var")))
+
+DEBUG = envbool("DEBUG", False)
+SECRET_KEY = envsecret("SECRET_KEY", "insecure-local-development-key-change-me")
+ALLOWED_HOSTS = [h for h in envstr("ALLOWED_HOSTS", "127.0.0.1,localhost").split(",") if h]
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "drf_spectacular",
+    "accounts",
+    "billing",
+    "synthesis",
+]
+
+MIDDLEWARE = [
+    "tts_saas.request_id.RequestIdMiddleware",
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "tts_saas.urls"
+ASGI_APPLICATION = "tts_saas.asgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+_sqlite_path = VAR_DIR / "db.sqlite3"
+DATABASES = {
+    "default": dj_database_url.parse(
+        envstr("DATABASE_URL", f"sqlite:///{_sqlite_path}"), conn_max_age=envint("DB_CONN_MAX_AGE", 0)
+    )
+}
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    # A file, not memory, so that the web and worker processes started by tests share it.
+    DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / "test.sqlite3")}
+    DATABASES["default"]["OPTIONS"] = {"timeout": 20}
+
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+REDIS_URL = envstr("REDIS_URL", "redis://127.0.0.1:6379/0")
+CACHES = {
+    "default": {
+        "BACKEND": "django.core.cache.backends.redis.RedisCache",
+        "LOCATION": REDIS_URL,
+        "KEY_PREFIX": "tts",
+    }
+}
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+STATIC_URL = "static/"
+STATIC_ROOT = VAR_DIR / "static"
+
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": ["accounts.auth.ApiKeyAuthentication"],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "EXCEPTION_HANDLER": "tts_saas.errors.drf_exception_handler",
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "UNAUTHENTICATED_USER": None,
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "tts_saas API",
+    "DESCRIPTION": "Multi-tenant text-to-speech on ChatTTS; /v1/audio/speech is OpenAI-compatible.",
+    "VERSION": "1.0.0",
+}
+
+# Celery: synthesis on the "tts" queue (GPU workers), everything light on "default".
+CELERY_BROKER_URL = envstr("CELERY_BROKER_URL", REDIS_URL)
+CELERY_RESULT_BACKEND = None
+CELERY_TASK_DEFAULT_QUEUE = "default"
+CELERY_TASK_ROUTES = {"synthesis.tasks.synthesize_job": {"queue": "tts"}}
+CELERY_TASK_ACKS_LATE = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_TASK_SOFT_TIME_LIMIT = envint("TTS_TASK_SOFT_TIME_LIMIT", 540)
+CELERY_TASK_TIME_LIMIT = envint("TTS_TASK_TIME_LIMIT", 600)
+# The Redis broker redelivers unacked tasks after this; it must exceed the longest task.
+CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": envint("TTS_VISIBILITY_TIMEOUT", 3600)}
+CELERY_TASK_IGNORE_RESULT = True
+# Each pool process loads the model after the fork; give it time (a first download can be long).
+CELERY_WORKER_PROC_ALIVE_TIMEOUT = envint("TTS_MODEL_LOAD_TIMEOUT", 900)
+CELERY_WORKER_HIJACK_ROOT_LOGGER = False
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+
+# Synthesis service.
+TTS_MODEL_DIR = envstr("TTS_MODEL_DIR")  # empty: ChatTTS's own Hugging Face download
+TTS_HF_CACHE_DIR = envstr("TTS_HF_CACHE_DIR")  # where that download is kept (HF default if empty)
+TTS_DEVICE = envstr("TTS_DEVICE")  # empty: cuda when present, else cpu
+TTS_MODEL_NAME = envstr("TTS_MODEL_NAME", "chattts")
+TTS_MODEL_ALIASES = [a for a in envstr("TTS_MODEL_ALIASES", "tts-1,tts-1-hd,gpt-4o-mini-tts").split(",") if a]
+TTS_MAX_INPUT_CHARS = envint("TTS_MAX_INPUT_CHARS", 4096)
+TTS_DEFAULT_SEED = envstr("TTS_DEFAULT_SEED")  # empty: an unseeded request gets a random seed
+TTS_QUEUE_TIMEOUT = envfloat("TTS_QUEUE_TIMEOUT", 30.0)  # seconds a job may wait for a worker
+TTS_WORKER_HEARTBEAT_TTL = envint("TTS_WORKER_HEARTBEAT_TTL", 30)
+TTS_STREAM_TTL = envint("TTS_STREAM_TTL", 3600)  # seconds a job's chunk stream is kept
+TTS_CACHE_TTL = envint("TTS_CACHE_TTL", 7 * 24 * 3600)
+TTS_CACHE_MAX_BYTES = envint("TTS_CACHE_MAX_BYTES", 512 * 1024 * 1024)
+TTS_CACHE_MAX_ENTRY_BYTES = envint("TTS_CACHE_MAX_ENTRY_BYTES", 16 * 1024 * 1024)
+TTS_WARMUP = envbool("TTS_WARMUP", True)
+
+VAR_DIR.mkdir(parents=True, exist_ok=True)
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "filters": {"request_id": {"()": "tts_saas.request_id.RequestIdFilter"}},
+    "formatters": {"json": {"()": "tts_saas.request_id.JsonFormatter"}},
+    "handlers": {
+        "console": {"class": "logging.StreamHandler", "formatter": "json", "filters": ["request_id"]},
+    },
+    "root": {"handlers": ["console"], "level": envstr("LOG_LEVEL", "INFO")},
+    "loggers": {"ChatTTS": {"level": "WARNING"}, "WETEXT": {"level": "WARNING"}},
+}

@@ -1,0 +1,17 @@
+from __future__ import annotations
+
+from django.contrib import admin
+from django.urls import include, path
+from drf_spectacular.views import SpectacularAPIView
+
+from synthesis.views import health
+
+urlpatterns = [
+    path("v1/", include("synthesis.urls")),
+    path("v1/openapi.json", SpectacularAPIView.as_view(), name="openapi"),
+    path("healthz", health),
+    path("admin/", admin.site.urls),
+]
+
+handler404 = "tts_saas.errors.not_found"
+handler500 = "tts_saas.errors.server_error"
