@@ -3,6 +3,7 @@
 `authenticate_key` is the one implementation; the DRF class, async views and (later) WebSocket
 consumers all call it.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass

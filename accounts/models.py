@@ -4,6 +4,7 @@ A key is `tts_<prefix>_<secret>`: the prefix is stored in clear to find the row 
 lists; only a SHA-256 of the whole key is stored. SHA-256, not PBKDF2: the secret has ~190 bits of
 entropy, so a slow hash buys nothing, and it runs on every request.
 """
+
 from __future__ import annotations
 
 import hashlib

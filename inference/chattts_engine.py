@@ -4,6 +4,7 @@ Model source: `model_dir` (a local directory in the official layout, either Chat
 weights or a checkpoint made by `inference.checkpoint`), else ChatTTS's own Hugging Face download.
 Loaded once per worker process, on `device` (cuda when present).
 """
+
 from __future__ import annotations
 
 import hashlib

@@ -9,6 +9,7 @@ make noise, not speech.
 so the real compute cost. Beside `asset/` we write `checkpoint.json`: the reduced config (ChatTTS
 cannot infer shapes from files) and the files' SHA-256 map, which the loader verifies.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -121,7 +122,11 @@ def _write_tokenizer(directory: Path) -> None:
     tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
     tok.decoder = decoders.WordPiece(prefix="##")
     fast = BertTokenizerFast(
-        tokenizer_object=tok, unk_token="[UNK]", sep_token="[SEP]", pad_token="[PAD]", cls_token="[CLS]",
+        tokenizer_object=tok,
+        unk_token="[UNK]",
+        sep_token="[SEP]",
+        pad_token="[PAD]",
+        cls_token="[CLS]",
         mask_token="[MASK]",
     )
     fast.add_tokens(CONTROL_TOKENS, special_tokens=True)
@@ -132,8 +137,13 @@ def _write_tokenizer(directory: Path) -> None:
     if not special.exists():  # transformers 5 no longer writes it; ChatTTS's layout has it
         special.write_text(
             json.dumps(
-                {"cls_token": "[CLS]", "mask_token": "[MASK]", "pad_token": "[PAD]", "sep_token": "[SEP]",
-                 "unk_token": "[UNK]"},
+                {
+                    "cls_token": "[CLS]",
+                    "mask_token": "[MASK]",
+                    "pad_token": "[PAD]",
+                    "sep_token": "[SEP]",
+                    "unk_token": "[UNK]",
+                },
                 indent=2,
             )
         )
@@ -167,11 +177,15 @@ def make_checkpoint(size: str, out: str | Path, seed: int = 0) -> Path:
         state = {k: v.detach().contiguous() for k, v in module.state_dict().items()}
         save_file(state, str(path))
 
-    save(Embed(cfg.embed.hidden_size, cfg.embed.num_audio_tokens, cfg.embed.num_text_tokens, cfg.embed.num_vq),
-         asset / "Embed.safetensors")
+    save(
+        Embed(cfg.embed.hidden_size, cfg.embed.num_audio_tokens, cfg.embed.num_text_tokens, cfg.embed.num_vq),
+        asset / "Embed.safetensors",
+    )
     dvae = DVAE(
-        decoder_config=asdict(cfg.dvae.decoder), encoder_config=asdict(cfg.dvae.encoder),
-        vq_config=asdict(cfg.dvae.vq), dim=cfg.dvae.decoder.idim,
+        decoder_config=asdict(cfg.dvae.decoder),
+        encoder_config=asdict(cfg.dvae.encoder),
+        vq_config=asdict(cfg.dvae.vq),
+        dim=cfg.dvae.decoder.idim,
     )
     save(dvae, asset / "DVAE.safetensors")
     save(DVAE(decoder_config=asdict(cfg.decoder), dim=cfg.decoder.idim), asset / "Decoder.safetensors")

@@ -3,6 +3,7 @@
 Requests are taken as a list so that one model call can serve several queued jobs (ChatTTS runs a
 left-padded batch 2.5–5× faster per text than one at a time on CPU).
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator

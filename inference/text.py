@@ -6,6 +6,7 @@ grammars (shipped compiled in its wheel; no network, ~2 s to load once per proce
 split here at sentence boundaries rather than by ChatTTS's own `split_text`, which mutates the
 caller's parameters and changes later calls.
 """
+
 from __future__ import annotations
 
 import math

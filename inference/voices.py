@@ -2,6 +2,7 @@
 checkpoint's speaker statistics with the voice's own seed, so a voice sounds the same on every
 worker and in every request. The names are OpenAI's, so the `openai` SDK's voices work as they are.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass

@@ -4,6 +4,7 @@ Web side: `plan_speech` (validate text, pick parameters), `speak` (cache lookup,
 the worker's events). Worker side: `run_job` (claim the job, run the engine, publish chunks,
 cache and finish).
 """
+
 from __future__ import annotations
 
 import logging
@@ -117,11 +118,13 @@ async def lookup_cache(plan: SpeechPlan) -> bytes | None:
 def _no_worker_error(states: list[workers.WorkerState]) -> ApiError:
     reasons = sorted({w.error for w in states if w.status == "unavailable" and w.error})
     message = (
-        f"The speech model is unavailable: {reasons[0]}" if reasons
+        f"The speech model is unavailable: {reasons[0]}"
+        if reasons
         else "No synthesis worker is running. Try again shortly."
     )
-    return ApiError(503, message, "model_unavailable" if reasons else "worker_unavailable",
-                    headers={"Retry-After": "10"})
+    return ApiError(
+        503, message, "model_unavailable" if reasons else "worker_unavailable", headers={"Retry-After": "10"}
+    )
 
 
 async def speak(principal: Principal, data: dict, request_id: str) -> SpeechResult:
@@ -206,8 +209,11 @@ def run_job(job_id: str, engine, load_error: str | None = None) -> None:
             key = ""
     audio_seconds = len(pcm) / 2 / engine.sample_rate
     Job.objects.filter(pk=job.pk).update(
-        status=Job.Status.SUCCEEDED, finished_at=timezone.now(), audio_seconds=audio_seconds,
-        model_version=engine.model_version, cache_key=key,
+        status=Job.Status.SUCCEEDED,
+        finished_at=timezone.now(),
+        audio_seconds=audio_seconds,
+        model_version=engine.model_version,
+        cache_key=key,
     )
     streams.publish(job.id, "end", samples=len(pcm) // 2, audio_seconds=f"{audio_seconds:.3f}")
 

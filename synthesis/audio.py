@@ -1,5 +1,6 @@
 """Audio encoding for `response_format`: wav, pcm (raw 24 kHz 16-bit LE mono), mp3, opus (Ogg),
 aac (ADTS) and flac, with PyAV's bundled FFmpeg; no system libraries needed."""
+
 from __future__ import annotations
 
 import io
@@ -33,9 +34,12 @@ def wav_header(num_samples: int | None, sample_rate: int = SAMPLE_RATE) -> bytes
     data_size = 0xFFFFFFFF if num_samples is None else num_samples * 2
     riff_size = 0xFFFFFFFF if num_samples is None else 36 + data_size
     return (
-        b"RIFF" + struct.pack("<I", riff_size) + b"WAVEfmt "
+        b"RIFF"
+        + struct.pack("<I", riff_size)
+        + b"WAVEfmt "
         + struct.pack("<IHHIIHH", 16, 1, 1, sample_rate, sample_rate * 2, 2, 16)
-        + b"data" + struct.pack("<I", data_size)
+        + b"data"
+        + struct.pack("<I", data_size)
     )
 
 
@@ -57,7 +61,9 @@ def encode(pcm16: bytes, fmt: str, sample_rate: int = SAMPLE_RATE) -> bytes:
         frame = av.AudioFrame.from_ndarray(samples, format="s16", layout="mono")
         frame.sample_rate = sample_rate
         resampler = av.AudioResampler(
-            format=stream.codec_context.format.name, layout="mono", rate=rate,
+            format=stream.codec_context.format.name,
+            layout="mono",
+            rate=rate,
             frame_size=stream.codec_context.frame_size or None,
         )
         for out_frame in resampler.resample(frame) + resampler.resample(None):

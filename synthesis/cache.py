@@ -5,6 +5,7 @@ parameter>`. Only deterministic requests (a seed given) are cached. The value is
 so one entry serves every `response_format`. Entries expire after TTS_CACHE_TTL; when the total
 passes TTS_CACHE_MAX_BYTES the oldest entries are evicted, atomically, in one Lua script.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -61,8 +62,17 @@ def put(key: str, pcm16: bytes) -> bool:
     if not key or len(pcm16) > settings.TTS_CACHE_MAX_ENTRY_BYTES:
         return False
     get_redis().eval(
-        _PUT, 5, key, INDEX, SIZES, TOTAL, STATS,
-        pcm16, settings.TTS_CACHE_TTL, time.time(), settings.TTS_CACHE_MAX_BYTES,
+        _PUT,
+        5,
+        key,
+        INDEX,
+        SIZES,
+        TOTAL,
+        STATS,
+        pcm16,
+        settings.TTS_CACHE_TTL,
+        time.time(),
+        settings.TTS_CACHE_MAX_BYTES,
     )
     return True
 

@@ -1,4 +1,5 @@
 """Job: one synthesis request, from acceptance to audio (or failure)."""
+
 from __future__ import annotations
 
 import uuid

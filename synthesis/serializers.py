@@ -1,4 +1,5 @@
 """Validation of the speech request body (OpenAI's fields, plus ChatTTS's options)."""
+
 from __future__ import annotations
 
 import math

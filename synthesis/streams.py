@@ -4,6 +4,7 @@ A stream (not channels' group_send, which drops messages to a full channel silen
 replayable and kept for TTS_STREAM_TTL, so a reader that attaches late or reconnects reads from
 any offset and loses nothing. Events: `start`, `audio` (16-bit PCM), `end`, `error`.
 """
+
 from __future__ import annotations
 
 from collections.abc import AsyncIterator

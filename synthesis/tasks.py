@@ -6,6 +6,7 @@ model directory before forking, so a wrong TTS_MODEL_DIR stops the worker at sta
 message. A process whose model failed to load announces "unavailable" with the reason, so the web
 answers 503 with that reason rather than queueing.
 """
+
 from __future__ import annotations
 
 import logging

@@ -1,4 +1,5 @@
 """The public synthesis endpoints. Views parse, call one action, render."""
+
 from __future__ import annotations
 
 import json

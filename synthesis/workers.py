@@ -4,6 +4,7 @@ Each worker process registers itself in a sorted set scored by the time its regi
 and renews it from a heartbeat thread. The web refuses at once with 503 when no worker is ready,
 rather than queueing a job nobody will run.
 """
+
 from __future__ import annotations
 
 import json

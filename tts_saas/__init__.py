@@ -1,4 +1,5 @@
 """tts_saas project package: settings, URLs, ASGI entry point and the Celery app."""
+
 from __future__ import annotations
 
 from .celery import app as celery_app

@@ -1,4 +1,5 @@
 """ASGI entry point (uvicorn or daphne). WebSocket routes join here with Channels."""
+
 from __future__ import annotations
 
 import os

@@ -1,5 +1,6 @@
 """The Celery app. Synthesis runs on the `tts` queue (one worker per GPU, model loaded once per
 process); light periodic work on `default`. Configuration is Django's CELERY_* settings."""
+
 from __future__ import annotations
 
 import os

@@ -2,6 +2,7 @@
 
 Views raise `ApiError`; DRF exceptions and Django's 404/500 handlers are mapped to the same body.
 """
+
 from __future__ import annotations
 
 from django.http import JsonResponse

@@ -1,4 +1,5 @@
 """Redis connections: one sync client per process, one asyncio client per event loop."""
+
 from __future__ import annotations
 
 import asyncio

@@ -1,5 +1,6 @@
 """Request ids: every response carries `x-request-id`, and every log line written while
 serving it carries the same id (structured JSON logs)."""
+
 from __future__ import annotations
 
 import contextvars

@@ -1,4 +1,5 @@
 """tts_saas settings. Every value comes from the environment; the defaults run locally as is."""
+
 from __future__ import annotations
 
 from pathlib import Path

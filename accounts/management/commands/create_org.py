@@ -1,4 +1,5 @@
 """`manage.py create_org NAME`: make an organization and print a new API key for it (shown once)."""
+
 from __future__ import annotations
 
 from django.core.management.base import BaseCommand

@@ -1,4 +1,5 @@
 """`manage.py make_checkpoint --size tiny|full --out DIR`: a random ChatTTS checkpoint (noise)."""
+
 from __future__ import annotations
 
 import time

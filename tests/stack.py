@@ -1,0 +1,146 @@
+"""Real processes for tests: the ASGI web server and Celery synthesis workers, started as
+subprocesses against the test database and the test Redis. Readiness and shutdown are checked by
+port and by the worker registry, never by PID (PID 1 here does not reap)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+
+ROOT = Path(__file__).resolve().parent.parent
+BIN = Path(sys.executable).parent
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def database_url() -> str:
+    from django.conf import settings
+
+    db = settings.DATABASES["default"]
+    if db["ENGINE"].endswith("sqlite3"):
+        return f"sqlite:///{db['NAME']}"
+    auth = db["USER"] + (f":{db['PASSWORD']}" if db.get("PASSWORD") else "")
+    return f"postgres://{auth}@{db['HOST']}:{db['PORT']}/{db['NAME']}"
+
+
+def stack_env(redis_url: str, **extra: str) -> dict[str, str]:
+    env = dict(os.environ)
+    env.update(
+        DATABASE_URL=database_url(),
+        REDIS_URL=redis_url,
+        CELERY_BROKER_URL=redis_url,
+        TTS_MODEL_DIR=os.environ["TTS_TEST_CHECKPOINT"],
+        TTS_QUEUE_TIMEOUT="20",
+        PYTHONUNBUFFERED="1",
+        TTS_PRELOAD_TEXT="1",
+    )
+    env.update(extra)
+    return env
+
+
+class Proc:
+    def __init__(self, args: list[str], env: dict[str, str], log: Path):
+        self.log_path = log
+        self._log = open(log, "wb")
+        self.popen = subprocess.Popen(
+            args, env=env, cwd=ROOT, stdout=self._log, stderr=subprocess.STDOUT, start_new_session=True
+        )
+
+    def stop(self, sig: int = signal.SIGTERM, timeout: float = 15) -> None:
+        try:
+            os.killpg(self.popen.pid, sig)
+        except ProcessLookupError:
+            pass
+        try:
+            self.popen.wait(timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.popen.pid, signal.SIGKILL)
+            self.popen.wait(5)
+        self._log.close()
+
+    def output(self) -> str:
+        self._log.flush()
+        return self.log_path.read_text(errors="replace")
+
+
+def start_web(env: dict[str, str], log_dir: Path) -> tuple[Proc, str]:
+    port = free_port()
+    proc = Proc(
+        [
+            str(BIN / "uvicorn"),
+            "tts_saas.asgi:application",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--lifespan",
+            "off",
+            "--log-level",
+            "warning",
+        ],
+        env,
+        log_dir / f"web-{port}.log",
+    )
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(f"{base}/healthz", timeout=1).status_code == 200:
+                return proc, base
+        except httpx.HTTPError:
+            pass
+        if proc.popen.poll() is not None:
+            break
+        time.sleep(0.2)
+    raise RuntimeError(f"web server did not start:\n{proc.output()[-3000:]}")
+
+
+def start_worker(env: dict[str, str], log_dir: Path, name: str) -> Proc:
+    return Proc(
+        [
+            str(BIN / "celery"),
+            "-A",
+            "tts_saas",
+            "worker",
+            "-Q",
+            "tts",
+            "-c",
+            "1",
+            "-n",
+            f"{name}@%h",
+            "--loglevel",
+            "INFO",
+            "--without-mingle",
+            "--without-gossip",
+        ],
+        env,
+        log_dir / f"worker-{name}.log",
+    )
+
+
+def wait_for_workers(redis_client, status: str, count: int = 1, timeout: float = 90, proc: Proc | None = None):
+    import json
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        names = redis_client.zrangebyscore("tts:workers", time.time(), "+inf")
+        infos = [json.loads(i) for i in redis_client.hmget("tts:workers:info", names) if i] if names else []
+        matching = [i for i in infos if i["status"] == status]
+        if len(matching) >= count:
+            return matching
+        if proc is not None and proc.popen.poll() is not None:
+            break
+        time.sleep(0.2)
+    detail = proc.output()[-4000:] if proc else ""
+    raise RuntimeError(f"no {status} worker registered in {timeout} s\n{detail}")

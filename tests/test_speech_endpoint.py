@@ -1,0 +1,159 @@
+"""POST /v1/audio/speech through the real stack: uvicorn, Redis, a Celery worker process and the
+tiny random checkpoint loaded by ChatTTS's own loader. Random weights make noise, so these tests
+assert on what can be known of noise: format, sample rate, duration bounds, determinism."""
+
+from __future__ import annotations
+
+import io
+
+import av
+import openai
+import pytest
+
+from inference.text import SAMPLE_RATE, prepare
+from synthesis.models import Job
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+# Upper bound on the audio the service may return for an input: every segment's token budget,
+# plus the pauses between segments.
+PAUSE_SECONDS = 0.12
+
+
+def max_seconds(text: str) -> float:
+    prepared = prepare(text)
+    return prepared.max_audio_seconds + PAUSE_SECONDS * (len(prepared.segments) - 1)
+
+
+def post(live_stack, key, **body):
+    body.setdefault("voice", "alloy")
+    with live_stack.client(key) as client:
+        return client.post("/audio/speech", json=body)
+
+
+def decode(data: bytes) -> tuple[int, float, str]:
+    """(sample rate, seconds, codec) of an encoded audio file, decoded by FFmpeg."""
+    with av.open(io.BytesIO(data)) as container:
+        stream = container.streams.audio[0]
+        samples = sum(frame.samples for frame in container.decode(stream))
+        return stream.rate, samples / stream.rate, stream.codec_context.name
+
+
+@pytest.mark.parametrize(
+    ("fmt", "content_type", "codec"),
+    [
+        ("mp3", "audio/mpeg", "mp3"),
+        ("opus", "audio/ogg", "opus"),
+        ("aac", "audio/aac", "aac"),
+        ("flac", "audio/flac", "flac"),
+        ("wav", "audio/wav", "pcm_s16le"),
+    ],
+)
+def test_it_returns_decodable_audio_in_each_format(live_stack, owner, fmt, content_type, codec):
+    text = f"Format check for {fmt}: 2 words."
+    response = post(live_stack, owner.key, input=text, response_format=fmt, seed=11)
+    assert response.status_code == 200, response.text
+    assert response.headers["content-type"] == content_type
+    assert response.headers["x-request-id"]
+    rate, seconds, decoded_codec = decode(response.content)
+    assert decoded_codec.startswith(codec)
+    # Opus always decodes at 48 kHz (the format's design); the others keep ChatTTS's 24 kHz.
+    assert rate == (48000 if fmt == "opus" else SAMPLE_RATE)
+    expected = float(response.headers["x-audio-duration"])
+    assert 0.2 < expected <= max_seconds(text) + 1e-3
+    assert seconds == pytest.approx(expected, abs=0.2)  # codec padding and frame rounding
+
+
+def test_pcm_is_raw_16_bit_mono_whose_length_matches_the_duration(live_stack, owner):
+    text = "Raw samples, please."
+    pcm = post(live_stack, owner.key, input=text, response_format="pcm", seed=5)
+    wav = post(live_stack, owner.key, input=text, response_format="wav", seed=5)
+    assert pcm.status_code == 200 and wav.status_code == 200
+    assert pcm.headers["content-type"] == "audio/pcm"
+    assert not pcm.content.startswith(b"RIFF")
+    assert len(pcm.content) % 2 == 0
+    seconds = len(pcm.content) / 2 / SAMPLE_RATE
+    assert seconds == pytest.approx(float(pcm.headers["x-audio-duration"]), abs=1e-3)
+    assert 0.2 < seconds <= max_seconds(text)
+    assert wav.content[:4] == b"RIFF" and wav.content[44:] == pcm.content
+
+
+def test_same_voice_seed_and_text_give_identical_audio_the_second_time_from_cache(live_stack, owner):
+    body = {"input": "Cache me if you can, 42 times.", "voice": "nova", "seed": 1234, "response_format": "wav"}
+    first = post(live_stack, owner.key, **body)
+    second = post(live_stack, owner.key, **body)
+    assert first.status_code == second.status_code == 200
+    assert first.headers["x-cache"] == "miss"
+    assert second.headers["x-cache"] == "hit"
+    assert first.content == second.content
+    assert Job.objects.filter(organization=owner.org).count() == 1  # the hit ran nothing
+
+
+def test_same_request_without_cache_is_reproduced_by_the_engine(live_stack, owner):
+    """Determinism does not come from the cache: another voice-seed pair run twice on the worker
+    (cache entries removed in between) still matches sample for sample."""
+    from tts_saas.redis import get_redis
+
+    body = {"input": "Deterministic noise.", "voice": "echo", "seed": 77, "response_format": "pcm"}
+    first = post(live_stack, owner.key, **body)
+    for key in get_redis().scan_iter("tts:audio:*:*:*"):
+        get_redis().delete(key)
+    second = post(live_stack, owner.key, **body)
+    assert first.headers["x-cache"] == second.headers["x-cache"] == "miss"
+    assert first.content == second.content
+
+
+def test_another_seed_or_voice_gives_other_audio(live_stack, owner):
+    base = {"input": "Same words.", "response_format": "pcm"}
+    a = post(live_stack, owner.key, voice="alloy", seed=1, **base).content
+    b = post(live_stack, owner.key, voice="alloy", seed=2, **base).content
+    c = post(live_stack, owner.key, voice="onyx", seed=1, **base).content
+    assert a != b and a != c
+
+
+def test_an_unseeded_request_is_not_cached_and_reports_its_seed(live_stack, owner):
+    first = post(live_stack, owner.key, input="No seed given.", response_format="pcm")
+    second = post(live_stack, owner.key, input="No seed given.", response_format="pcm")
+    assert first.headers["x-cache"] == second.headers["x-cache"] == "miss"
+    assert first.headers["x-seed"].isdigit()
+    again = post(
+        live_stack, owner.key, input="No seed given.", response_format="pcm", seed=int(first.headers["x-seed"])
+    )
+    assert again.content == first.content  # the reported seed reproduces the audio
+
+
+def test_long_input_is_split_and_joined_within_bounds(live_stack, owner):
+    text = " ".join(f"Sentence {i} is here." for i in range(1, 25))
+    assert len(prepare(text).segments) > 1
+    response = post(live_stack, owner.key, input=text, response_format="pcm", seed=3)
+    assert response.status_code == 200, response.text
+    seconds = len(response.content) / 2 / SAMPLE_RATE
+    assert 1.0 < seconds <= max_seconds(text)
+    job = Job.objects.get(pk=response.headers["x-job-id"])
+    assert job.status == Job.Status.SUCCEEDED and len(job.segments) > 1
+
+
+def test_the_official_openai_sdk_works_unchanged(live_stack, owner, tmp_path):
+    client = openai.OpenAI(api_key=owner.key, base_url=f"{live_stack.base_url}/v1", max_retries=0)
+    response = client.audio.speech.create(
+        model="tts-1", voice="alloy", input="Hello from the SDK.", response_format="wav"
+    )
+    path = tmp_path / "sdk.wav"
+    response.write_to_file(path)
+    rate, seconds, codec = decode(path.read_bytes())
+    assert (rate, codec) == (SAMPLE_RATE, "pcm_s16le") and seconds > 0.2
+    with client.audio.speech.with_streaming_response.create(model="tts-1", voice="coral", input="Streamed.") as r:
+        mp3 = r.read()
+    assert decode(mp3)[2].startswith("mp3")
+
+
+def test_the_openai_sdk_raises_its_own_errors(live_stack, owner):
+    base_url = f"{live_stack.base_url}/v1"
+    bad_key = openai.OpenAI(api_key="tts_nope_nope", base_url=base_url, max_retries=0)
+    with pytest.raises(openai.AuthenticationError):
+        bad_key.audio.speech.create(model="tts-1", voice="alloy", input="x")
+    client = openai.OpenAI(api_key=owner.key, base_url=base_url, max_retries=0)
+    with pytest.raises(openai.BadRequestError) as info:
+        client.audio.speech.create(model="tts-1", voice="nobody", input="x")
+    assert info.value.body["param"] == "voice"
+    assert "alloy" in info.value.body["message"]

@@ -1,0 +1,88 @@
+"""Text preparation: numbers and symbols survive normalisation; long text is split at sentence
+boundaries; every segment gets a bounded token budget."""
+
+from __future__ import annotations
+
+import pytest
+
+from inference.text import (
+    MAX_SEGMENT_SECONDS,
+    TextError,
+    estimate_seconds,
+    normalize,
+    prepare,
+    split_text,
+    token_budget,
+)
+
+
+def test_chinese_numbers_and_currency_are_spelled_out():
+    assert normalize("价格是100元") == "价格是一百元"
+
+
+def test_chinese_dates_percent_and_negative_numbers_are_spelled_out():
+    out = normalize("2024年3月5日，气温-3.5°C，增长了15%。")
+    assert "二零二四年三月五日" in out
+    assert "负三点五" in out
+    assert "百分之十五" in out
+    assert not any(ch.isdigit() for ch in out)
+
+
+def test_english_numbers_money_and_symbols_are_spelled_out():
+    out = normalize("It costs $12.50, 3 cats & 2 dogs, up 15%.")
+    assert "twelve" in out and "dollars" in out
+    assert "three cats and two dogs" in out
+    assert "fifteen percent" in out
+    assert not any(ch.isdigit() for ch in out)
+
+
+def test_inline_control_tags_are_kept_verbatim():
+    out = normalize("I have 2 apples [laugh] and [uv_break] 3 pears.")
+    assert "[laugh]" in out and "[uv_break]" in out
+    assert "two apples" in out and "three pears" in out
+
+
+def test_unknown_control_tag_is_rejected_by_name():
+    with pytest.raises(TextError, match=r"\[shout\]"):
+        prepare("hello [shout] world")
+
+
+def test_text_with_nothing_to_say_is_rejected():
+    with pytest.raises(TextError):
+        prepare("[laugh] [uv_break]")
+
+
+def test_short_text_is_one_segment():
+    assert split_text("Hello there. How are you?") == ["Hello there. How are you?"]
+
+
+def test_long_english_text_is_split_at_sentence_ends():
+    sentences = [f"This is sentence number {w} of the story." for w in ["one", "two", "three", "four"] * 10]
+    segments = split_text(" ".join(sentences))
+    assert len(segments) > 1
+    for segment in segments:
+        assert estimate_seconds(segment) <= MAX_SEGMENT_SECONDS
+        assert segment.endswith(".")
+    assert " ".join(segments) == " ".join(sentences)
+
+
+def test_long_chinese_text_is_split_at_chinese_punctuation():
+    text = "今天天气很好。" * 30
+    segments = split_text(text)
+    assert len(segments) > 1
+    assert all(s.endswith("。") for s in segments)
+    assert "".join(segments) == text
+
+
+def test_a_sentence_without_punctuation_is_still_cut_to_size():
+    text = " ".join(["word"] * 400)
+    segments = split_text(text)
+    assert len(segments) > 1
+    assert all(estimate_seconds(s) <= MAX_SEGMENT_SECONDS for s in segments)
+    assert " ".join(segments) == text
+
+
+def test_token_budget_grows_with_text_and_is_bounded():
+    short, long = token_budget("Hi."), token_budget("This is a much longer sentence with many words in it.")
+    assert 24 <= short < long
+    assert token_budget("字" * 40) < 2048  # one segment stays inside one generation
