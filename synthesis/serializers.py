@@ -22,20 +22,29 @@ def model_names() -> list[str]:
     return [settings.TTS_MODEL_NAME, *settings.TTS_MODEL_ALIASES]
 
 
+class StrictCharField(serializers.CharField):
+    """A string, and only a string: DRF's CharField would turn 42 into "42"."""
+
+    def to_internal_value(self, data):
+        if not isinstance(data, str):
+            raise serializers.ValidationError("Must be a string.", code="invalid_type")
+        return super().to_internal_value(data)
+
+
 class SpeechRequestSerializer(serializers.Serializer):
-    model = serializers.CharField(required=False, default="")
-    input = serializers.CharField(trim_whitespace=False, allow_blank=True)
-    voice = serializers.CharField(required=False, default="alloy")
-    response_format = serializers.CharField(required=False, default="mp3")
+    model = StrictCharField(required=False, default="")
+    input = StrictCharField(trim_whitespace=False, allow_blank=True)
+    voice = StrictCharField(required=False, default="alloy")
+    response_format = StrictCharField(required=False, default="mp3")
     speed = serializers.FloatField(required=False, default=1.0)
-    instructions = serializers.CharField(required=False, allow_blank=True)  # accepted, not used by ChatTTS
+    instructions = StrictCharField(required=False, allow_blank=True)  # accepted, not used by ChatTTS
     # ChatTTS options.
     seed = serializers.IntegerField(required=False, allow_null=True, default=None, min_value=0, max_value=2**31 - 1)
     temperature = serializers.FloatField(required=False, default=0.3, min_value=0.01, max_value=2.0)
     top_p = serializers.FloatField(required=False, default=0.7, min_value=0.01, max_value=1.0)
     top_k = serializers.IntegerField(required=False, default=20, min_value=1, max_value=100)
     refine_text = serializers.BooleanField(required=False, default=False)
-    refine_prompt = serializers.CharField(required=False, default="", allow_blank=True)
+    refine_prompt = StrictCharField(required=False, default="", allow_blank=True)
 
     def validate_model(self, value: str) -> str:
         if value and value not in model_names():

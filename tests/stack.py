@@ -70,7 +70,8 @@ class Proc:
         self._log.close()
 
     def output(self) -> str:
-        self._log.flush()
+        if not self._log.closed:
+            self._log.flush()
         return self.log_path.read_text(errors="replace")
 
 

@@ -1,0 +1,116 @@
+"""When no worker can synthesise, requests fail fast with 503 and a clear message, never hang;
+a worker whose model is missing says so at start."""
+
+from __future__ import annotations
+
+import shutil
+import signal
+import time
+from pathlib import Path
+
+import pytest
+import redis
+from django.conf import settings
+
+from synthesis.models import Job
+from tests import stack
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def redis_db(n: int) -> tuple[str, redis.Redis]:
+    """A Redis database of its own, so that the main test worker's registration is not seen."""
+    url = settings.REDIS_URL.rsplit("/", 1)[0] + f"/{n}"
+    client = redis.Redis.from_url(url)
+    client.flushdb()
+    return url, client
+
+
+def speak(base_url: str, key: str, text: str):
+    import httpx
+
+    started = time.monotonic()
+    response = httpx.post(
+        f"{base_url}/v1/audio/speech",
+        json={"input": text, "voice": "alloy", "response_format": "pcm"},
+        headers={"Authorization": f"Bearer {key}"},
+        timeout=60,
+    )
+    return response, time.monotonic() - started
+
+
+def test_no_worker_running_is_503_at_once(owner, tmp_path):
+    url, _ = redis_db(7)
+    web, base = stack.start_web(stack.stack_env(url), tmp_path)
+    try:
+        response, elapsed = speak(base, owner.key, "Is anybody there?")
+    finally:
+        web.stop()
+    assert response.status_code == 503
+    assert response.json()["error"]["code"] == "worker_unavailable"
+    assert response.headers["retry-after"]
+    assert elapsed < 5
+    assert Job.objects.count() == 0  # nothing was queued for nobody
+
+
+def test_a_dead_worker_gives_503_within_the_queue_timeout_and_the_job_never_runs(owner, tmp_path):
+    url, client = redis_db(8)
+    env = stack.stack_env(url, TTS_QUEUE_TIMEOUT="3")
+    worker = stack.start_worker(env, tmp_path, "doomed")
+    web, base = stack.start_web(env, tmp_path)
+    try:
+        stack.wait_for_workers(client, "ready", proc=worker)
+        worker.stop(signal.SIGKILL)  # its registration outlives it until the heartbeat TTL
+        response, elapsed = speak(base, owner.key, "Hello?")
+        assert response.status_code == 503
+        assert response.json()["error"]["code"] == "worker_unavailable"
+        assert "3 s" in response.json()["error"]["message"]
+        assert 3 <= elapsed < 10
+        job = Job.objects.get()
+        assert job.status == Job.Status.EXPIRED
+        # A worker that comes back later must not run what the client already gave up on.
+        revived = stack.start_worker(env, tmp_path, "revived")
+        stack.wait_for_workers(client, "ready", count=1, proc=revived)
+        time.sleep(2)
+        job.refresh_from_db()
+        assert job.status == Job.Status.EXPIRED and job.started_at is None
+        revived.stop()
+    finally:
+        web.stop()
+        worker.stop()
+
+
+def test_a_worker_without_its_model_directory_stops_at_start_with_a_clear_error(tmp_path):
+    url, _ = redis_db(9)
+    worker = stack.start_worker(stack.stack_env(url, TTS_MODEL_DIR=str(tmp_path / "missing")), tmp_path, "nomodel")
+    try:
+        worker.popen.wait(60)
+    finally:
+        worker.stop()
+    assert worker.popen.returncode != 0
+    assert "does not exist" in worker.output()
+    assert "Traceback" not in worker.output()
+
+
+def test_a_corrupt_checkpoint_gives_503_naming_the_problem(owner, tmp_path):
+    model = tmp_path / "model"
+    shutil.copytree(Path(settings.BASE_DIR) / "var" / "checkpoints" / "tiny", model)
+    decoder = model / "asset" / "Decoder.safetensors"
+    data = bytearray(decoder.read_bytes())
+    data[-1] ^= 0xFF  # one flipped bit: the SHA-256 check must catch it
+    decoder.write_bytes(bytes(data))
+    url, client = redis_db(10)
+    env = stack.stack_env(url, TTS_MODEL_DIR=str(model))
+    worker = stack.start_worker(env, tmp_path, "corrupt")
+    web, base = stack.start_web(env, tmp_path)
+    try:
+        stack.wait_for_workers(client, "unavailable", proc=worker)
+        response, elapsed = speak(base, owner.key, "Are you well?")
+    finally:
+        web.stop()
+        worker.stop()
+    assert response.status_code == 503
+    error = response.json()["error"]
+    assert error["code"] == "model_unavailable"
+    assert "SHA-256" in error["message"]
+    assert elapsed < 5
