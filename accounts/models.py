@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import secrets
+import string
 from datetime import timedelta
 
 from django.conf import settings
@@ -20,6 +21,13 @@ KEY_SCHEME = "tts"
 PREFIX_LENGTH = 12
 SECRET_LENGTH = 32
 LAST_USED_RESOLUTION = timedelta(minutes=1)
+
+
+ALPHABET = string.ascii_letters + string.digits
+
+
+def random_token(length: int) -> str:
+    return "".join(secrets.choice(ALPHABET) for _ in range(length))
 
 
 def hash_key(raw_key: str) -> str:
@@ -45,8 +53,7 @@ class Organization(models.Model):
 
     def create_api_key(self, name: str, expires_at=None, created_by=None) -> tuple[ApiKey, str]:
         """Make a key; the raw key is returned once and never stored."""
-        prefix = secrets.token_urlsafe(PREFIX_LENGTH)[:PREFIX_LENGTH].replace("_", "x").replace("-", "y")
-        secret = secrets.token_urlsafe(SECRET_LENGTH)[:SECRET_LENGTH]
+        prefix, secret = random_token(PREFIX_LENGTH), random_token(SECRET_LENGTH)
         raw = f"{KEY_SCHEME}_{prefix}_{secret}"
         key = ApiKey.objects.create(
             organization=self,

@@ -1,0 +1,49 @@
+"""API keys: shown once, stored only as a hash, created with the management command."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+from django.core.management import call_command
+
+from accounts.auth import authenticate_key
+from accounts.models import ApiKey, Organization, hash_key
+from tts_saas.errors import ApiError
+
+pytestmark = pytest.mark.django_db
+
+
+def test_the_secret_is_nowhere_in_the_database():
+    org = Organization.objects.create(name="Acme", slug="acme")
+    key, raw = org.create_api_key("ci")
+    secret = raw.rsplit("_", 1)[1]
+    assert len(secret) >= 32
+    row = ApiKey.objects.filter(pk=key.pk).values().get()
+    assert not any(secret in str(value) for value in row.values())
+    assert row["hashed_key"] == hash_key(raw)
+
+
+def test_a_key_authenticates_and_records_use_coarsely():
+    org = Organization.objects.create(name="Acme", slug="acme")
+    key, raw = org.create_api_key("ci")
+    principal = authenticate_key(f"Bearer {raw}")
+    assert principal.organization == org and principal.api_key == key
+    first_use = ApiKey.objects.get(pk=key.pk).last_used_at
+    assert first_use is not None
+    authenticate_key(f"Bearer {raw}")
+    assert ApiKey.objects.get(pk=key.pk).last_used_at == first_use  # no write per request
+
+
+@pytest.mark.parametrize("header", [None, "", "Bearer", "Basic abc", "Bearer tts_", "Bearer tts_x_y"])
+def test_malformed_or_unknown_keys_are_401(header):
+    with pytest.raises(ApiError) as info:
+        authenticate_key(header)
+    assert info.value.status == 401
+
+
+def test_create_org_prints_a_working_key():
+    out = io.StringIO()
+    call_command("create_org", "Demo Co", "--quiet", stdout=out)
+    raw = out.getvalue().strip()
+    assert authenticate_key(f"Bearer {raw}").organization.slug == "demo-co"
