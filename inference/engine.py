@@ -1,7 +1,8 @@
-"""The engine interface the worker drives: requests in, float32 mono 24 kHz audio out.
+"""The engine interface the worker drives: a request in, float32 mono 24 kHz audio out.
 
-Requests are taken as a list so that one model call can serve several queued jobs (ChatTTS runs a
-left-padded batch 2.5–5× faster per text than one at a time on CPU).
+A request is a list of segments, and the ChatTTS engine runs up to four segments in one
+left-padded batch (2.5–5× the throughput of one at a time on CPU). `SynthesisParams` is frozen and
+hashable so that queued jobs with equal parameters can later be grouped into one model call.
 """
 
 from __future__ import annotations

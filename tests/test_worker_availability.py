@@ -3,10 +3,10 @@ a worker whose model is missing says so at start."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import signal
 import time
-from pathlib import Path
 
 import pytest
 import redis
@@ -94,7 +94,7 @@ def test_a_worker_without_its_model_directory_stops_at_start_with_a_clear_error(
 
 def test_a_corrupt_checkpoint_gives_503_naming_the_problem(owner, tmp_path):
     model = tmp_path / "model"
-    shutil.copytree(Path(settings.BASE_DIR) / "var" / "checkpoints" / "tiny", model)
+    shutil.copytree(os.environ["TTS_TEST_CHECKPOINT"], model)
     decoder = model / "asset" / "Decoder.safetensors"
     data = bytearray(decoder.read_bytes())
     data[-1] ^= 0xFF  # one flipped bit: the SHA-256 check must catch it

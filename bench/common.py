@@ -1,0 +1,93 @@
+"""Shared pieces of the benchmarks: a private stack (Redis, web, worker) on a temporary SQLite
+database, and the generated checkpoints. Benchmarks print their figures; they assert nothing."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tts_saas.settings")
+
+
+def checkpoint(size: str) -> str:
+    path = ROOT / "var" / "checkpoints" / size
+    if not (path / "checkpoint.json").exists():
+        print(f"making the {size} random checkpoint in {path} …", flush=True)
+        from inference.checkpoint import make_checkpoint
+
+        make_checkpoint(size, path)
+    return str(path)
+
+
+class Stack:
+    """Redis + uvicorn + one Celery synthesis worker, all on loopback, stopped on exit."""
+
+    def __init__(self, model_dir: str, **env: str):
+        from tests.stack import free_port, start_web, start_worker, wait_for_workers
+
+        self.tmp = Path(tempfile.mkdtemp(prefix="tts-bench-"))
+        self.redis_port = free_port()
+        redis_bin = subprocess.check_output([str(ROOT / "scripts" / "redis-server-path")], text=True).strip()
+        subprocess.check_call(
+            [
+                redis_bin,
+                "--port",
+                str(self.redis_port),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--daemonize",
+                "yes",
+                "--dir",
+                str(self.tmp),
+                "--logfile",
+                str(self.tmp / "redis.log"),
+            ]
+        )
+        import redis
+
+        self.redis = redis.Redis(port=self.redis_port)
+        for _ in range(50):
+            try:
+                self.redis.ping()
+                break
+            except redis.ConnectionError:
+                time.sleep(0.1)
+        url = f"redis://127.0.0.1:{self.redis_port}/0"
+        self.env = dict(os.environ)
+        self.env.update(
+            DATABASE_URL=f"sqlite:///{self.tmp / 'bench.sqlite3'}",
+            REDIS_URL=url,
+            CELERY_BROKER_URL=url,
+            TTS_MODEL_DIR=model_dir,
+            PYTHONUNBUFFERED="1",
+            **env,
+        )
+        subprocess.check_call([sys.executable, "manage.py", "migrate", "-v", "0"], cwd=ROOT, env=self.env)
+        self.key = subprocess.check_output(
+            [sys.executable, "manage.py", "create_org", "Bench", "--quiet"], cwd=ROOT, env=self.env, text=True
+        ).strip()
+        self.worker = start_worker(self.env, self.tmp, "bench")
+        self.web, self.base_url = start_web(self.env, self.tmp)
+        wait_for_workers(self.redis, "ready", timeout=600, proc=self.worker)
+
+    def close(self) -> None:
+        self.web.stop()
+        self.worker.stop()
+        try:
+            self.redis.shutdown(nosave=True)
+        except Exception:
+            pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
