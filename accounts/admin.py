@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.contrib import admin
 
-from .models import ApiKey, Organization
+from .models import ApiKey, Membership, Organization
 
 
 @admin.register(Organization)
@@ -11,8 +11,14 @@ class OrganizationAdmin(admin.ModelAdmin):
     search_fields = ("name", "slug")
 
 
+@admin.register(Membership)
+class MembershipAdmin(admin.ModelAdmin):
+    list_display = ("user", "organization", "role", "created_at")
+    list_filter = ("role",)
+
+
 @admin.register(ApiKey)
 class ApiKeyAdmin(admin.ModelAdmin):
-    list_display = ("name", "prefix", "organization", "created_at", "last_used_at", "revoked_at")
+    list_display = ("name", "prefix", "kind", "organization", "created_at", "last_used_at", "revoked_at")
     readonly_fields = ("prefix", "hashed_key", "last_used_at")
     search_fields = ("prefix", "name", "organization__name")

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from asgiref.sync import sync_to_async
 from rest_framework.authentication import BaseAuthentication
 
 from tts_saas.errors import ApiError
@@ -21,7 +20,8 @@ class Principal:
     """Who is calling: the organization and the key it used."""
 
     organization: Organization
-    api_key: ApiKey
+    api_key: ApiKey | None  # None for a dashboard session
+    can_manage_keys: bool = False
 
     is_authenticated = True  # lets DRF's IsAuthenticated accept it as request.user
 
@@ -52,11 +52,7 @@ def authenticate_key(header: str | None) -> Principal:
         reason = f": {org.suspension_reason}" if org.suspension_reason else "."
         raise ApiError(403, f"Your organization has been suspended{reason}", "organization_suspended")
     key.touch()
-    return Principal(organization=org, api_key=key)
-
-
-async def aauthenticate_key(header: str | None) -> Principal:
-    return await sync_to_async(authenticate_key, thread_sensitive=False)(header)
+    return Principal(organization=org, api_key=key, can_manage_keys=key.kind == ApiKey.Kind.ADMIN)
 
 
 class ApiKeyAuthentication(BaseAuthentication):

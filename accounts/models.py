@@ -51,7 +51,7 @@ class Organization(models.Model):
     def is_suspended(self) -> bool:
         return self.suspended_at is not None
 
-    def create_api_key(self, name: str, expires_at=None, created_by=None) -> tuple[ApiKey, str]:
+    def create_api_key(self, name: str, expires_at=None, created_by=None, kind: str = "standard") -> tuple[ApiKey, str]:
         """Make a key; the raw key is returned once and never stored."""
         prefix, secret = random_token(PREFIX_LENGTH), random_token(SECRET_LENGTH)
         raw = f"{KEY_SCHEME}_{prefix}_{secret}"
@@ -62,15 +62,43 @@ class Organization(models.Model):
             hashed_key=hash_key(raw),
             expires_at=expires_at,
             created_by=created_by,
+            kind=kind,
         )
         return key, raw
 
 
+class Membership(models.Model):
+    class Role(models.TextChoices):
+        OWNER = "owner"
+        ADMIN = "admin"
+        MEMBER = "member"
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships")
+    organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="memberships")
+    role = models.CharField(max_length=16, choices=Role.choices, default=Role.MEMBER)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["user", "organization"], name="one_membership_per_org")]
+
+    def __str__(self) -> str:
+        return f"{self.user} in {self.organization} ({self.role})"
+
+    @property
+    def can_manage_keys(self) -> bool:
+        return self.role in (self.Role.OWNER, self.Role.ADMIN)
+
+
 class ApiKey(models.Model):
+    class Kind(models.TextChoices):
+        STANDARD = "standard"  # synthesis and reads
+        ADMIN = "admin"  # also manages the organization's keys
+
     organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="api_keys")
     name = models.CharField(max_length=200)
     prefix = models.CharField(max_length=PREFIX_LENGTH, unique=True)
     hashed_key = models.CharField(max_length=64)
+    kind = models.CharField(max_length=16, choices=Kind.choices, default=Kind.STANDARD)
     created_at = models.DateTimeField(default=timezone.now)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"

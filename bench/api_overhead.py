@@ -42,7 +42,7 @@ def main() -> None:
     budget = [token_budget(s) for s in prepared.segments]
     print(f"checkpoint: {args.size} (random weights: noise), text: {TEXT!r}, token budget: {budget}")
 
-    engine = ChatTTSEngine.load(model_dir, device="cpu")
+    engine = ChatTTSEngine.load(model_dir, device="cpu", fixed_length=True)
     engine.warm_up()
 
     def direct(seed: int) -> tuple[float, float]:
@@ -52,7 +52,8 @@ def main() -> None:
         elapsed = time.perf_counter() - started
         return elapsed, sum(len(p) for p in pieces) / SAMPLE_RATE
 
-    with Stack(model_dir) as stack, httpx.Client(timeout=600) as client:
+    worker_times: list[float] = []
+    with Stack(model_dir, TTS_BENCH_FIXED_LENGTH="1") as stack, httpx.Client(timeout=600) as client:
 
         def api(seed: int) -> tuple[float, float]:
             started = time.perf_counter()
@@ -64,6 +65,7 @@ def main() -> None:
             elapsed = time.perf_counter() - started
             r.raise_for_status()
             assert r.headers["x-cache"] == "miss"
+            worker_times.append(stack.job_run_seconds(r.headers["x-job-id"]))
             return elapsed, len(r.content) / 2 / SAMPLE_RATE
 
         api(10_000)  # warm the web process (normalisers, connections)
@@ -74,10 +76,19 @@ def main() -> None:
             direct_times.append(d)
             api_times.append(a)
             same = "same audio length" if np.isclose(d_audio, a_audio, atol=0.15) else "DIFFERENT audio length"
-            print(f"run {run}: direct {d:.3f} s, api {a:.3f} s ({d_audio:.2f} s / {a_audio:.2f} s of audio, {same})")
+            print(
+                f"run {run}: direct {d:.3f} s, api {a:.3f} s (worker's own run {worker_times[-1]:.3f} s; "
+                f"{d_audio:.2f} s / {a_audio:.2f} s of audio, {same})"
+            )
     d_med, a_med = statistics.median(direct_times), statistics.median(api_times)
     print(f"direct engine median: {d_med:.3f} s")
     print(f"through API median:   {a_med:.3f} s")
+    print(f"worker's own median:  {statistics.median(worker_times):.3f} s (job started → finished)")
+    transport = [a - w for a, w in zip(api_times, worker_times[1:], strict=True)]
+    print(
+        f"service overhead:     {1000 * statistics.median(transport):.0f} ms median per request "
+        "(API time minus the worker's own run: auth, queue, stream, encoding)"
+    )
     print(f"ratio api/direct:     {a_med / d_med:.3f}  (target <= 1.05)")
     print(f"added per request:    {1000 * (a_med - d_med):.0f} ms")
 

@@ -78,6 +78,17 @@ class Stack:
         self.web, self.base_url = start_web(self.env, self.tmp)
         wait_for_workers(self.redis, "ready", timeout=600, proc=self.worker)
 
+    def job_run_seconds(self, job_id: str) -> float:
+        """The worker's own time on a job: started_at to finished_at, as the worker wrote them."""
+        import sqlite3
+        from datetime import datetime
+
+        with sqlite3.connect(self.tmp / "bench.sqlite3") as db:
+            started, finished = db.execute(
+                "SELECT started_at, finished_at FROM synthesis_job WHERE id = ?", (job_id.replace("-", ""),)
+            ).fetchone()
+        return (datetime.fromisoformat(finished) - datetime.fromisoformat(started)).total_seconds()
+
     def close(self) -> None:
         self.web.stop()
         self.worker.stop()

@@ -28,15 +28,20 @@ MAX_BATCH = 4  # segments per model call; streaming misbehaves above 4 (CHATTTS_
 class ChatTTSEngine:
     sample_rate = SAMPLE_RATE
 
-    def __init__(self, chat, device, model_version: str, random_weights: bool):
+    def __init__(self, chat, device, model_version: str, random_weights: bool, fixed_length: bool = False):
         self.chat = chat
+        # Benchmarks only: every generation runs to its token budget (no early end token), so
+        # runs compare equal work.
+        self.fixed_length = fixed_length
         self.device = device
         self.model_version = model_version
         self.random_weights = random_weights
         self._speakers: dict[int, str] = {}
 
     @classmethod
-    def load(cls, model_dir: str = "", device: str = "", hf_cache_dir: str = "") -> ChatTTSEngine:
+    def load(
+        cls, model_dir: str = "", device: str = "", hf_cache_dir: str = "", fixed_length: bool = False
+    ) -> ChatTTSEngine:
         import ChatTTS
         import torch
 
@@ -72,8 +77,8 @@ class ChatTTSEngine:
             fingerprint = json.dumps(chat.sha256_map, sort_keys=True)
         digest = hashlib.sha256(fingerprint.encode()).hexdigest()[:12]
         version = f"chattts-{digest}{'-random' if random_weights else ''}"
-        logger.info("model loaded", extra={"model_version": version})
-        return cls(chat, dev, version, random_weights)
+        logger.info("model loaded: %s on %s, %d torch threads", version, dev, torch.get_num_threads())
+        return cls(chat, dev, version, random_weights, fixed_length)
 
     def speaker(self, voice_seed: int) -> str:
         """The voice's speaker embedding, sampled from the model's speaker statistics."""
@@ -95,6 +100,7 @@ class ChatTTSEngine:
             top_P=p.top_p,
             top_K=p.top_k,
             max_new_token=max_tokens,
+            min_new_token=max_tokens if self.fixed_length else 0,
             manual_seed=p.seed,
             show_tqdm=False,
         )

@@ -1,8 +1,8 @@
 """What the synthesis API does, as plain functions that views, consumers, tasks and tests call.
 
-Web side: `plan_speech` (validate text, pick parameters), `speak` (cache lookup, job, wait for
-the worker's events). Worker side: `run_job` (claim the job, run the engine, publish chunks,
-cache and finish).
+Web side, `speak`: plan limits → concurrency slot → quota reservation → cache → job → wait for
+the worker's events. Worker side, `run_job`: claim the job, run the engine, publish chunks, cache,
+and settle (job state, quota commit or refund, ledger row and slot release happen together).
 """
 
 from __future__ import annotations
@@ -11,14 +11,18 @@ import logging
 import secrets
 import time
 from dataclasses import asdict, dataclass
+from datetime import date
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
+from django.db import transaction
 from django.utils import timezone
 
 from accounts.auth import Principal
+from billing import concurrency, ledger, quota
+from billing.limits import Limits, limits_for
 from inference.engine import SynthesisParams, SynthesisRequest, to_pcm16
-from inference.text import PreparedText, TextError, prepare
+from inference.text import SAMPLE_RATE, PreparedText, TextError, prepare
 from inference.voices import VOICES
 from tts_saas.errors import ApiError
 
@@ -40,6 +44,10 @@ class SpeechPlan:
     def cache_text(self) -> str:
         return "\n".join(self.prepared.segments)
 
+    @property
+    def characters(self) -> int:
+        return len(self.data["input"])
+
 
 @dataclass(frozen=True)
 class SpeechResult:
@@ -47,6 +55,31 @@ class SpeechResult:
     cache_hit: bool
     seed: int
     job_id: str | None
+
+
+def check_plan(limits: Limits, data: dict) -> None:
+    if len(data["input"]) > limits.max_input_chars:
+        raise ApiError(
+            400,
+            f"Input is {len(data['input'])} characters; your plan allows {limits.max_input_chars} per request.",
+            "string_above_max_length",
+            "input",
+        )
+    if limits.allowed_formats and data["response_format"] not in limits.allowed_formats:
+        raise ApiError(
+            403,
+            f"response_format '{data['response_format']}' is not in your plan; "
+            f"available: {', '.join(limits.allowed_formats)}.",
+            "not_in_plan",
+            "response_format",
+        )
+    if limits.allowed_voices and data["voice"] not in limits.allowed_voices:
+        raise ApiError(
+            403,
+            f"Voice '{data['voice']}' is not in your plan; available: {', '.join(limits.allowed_voices)}.",
+            "not_in_plan",
+            "voice",
+        )
 
 
 def plan_speech(data: dict) -> SpeechPlan:
@@ -74,7 +107,20 @@ def plan_speech(data: dict) -> SpeechPlan:
     return SpeechPlan(data=data, prepared=prepared, params=params, cacheable=cacheable)
 
 
-def create_job(principal: Principal, plan: SpeechPlan, request_id: str) -> Job:
+def reserve_quota(principal: Principal, characters: int, limits: Limits) -> date:
+    try:
+        return quota.reserve(principal.organization, characters, limits.monthly_characters)
+    except quota.QuotaExceeded as exc:
+        raise ApiError(
+            429,
+            f"Monthly character quota exceeded: {exc.used} of {exc.limit} used, this request needs "
+            f"{exc.requested}. The quota resets at {exc.resets_at:%Y-%m-%dT%H:%M:%SZ}.",
+            "quota_exceeded",
+            headers={"Retry-After": str(max(1, int((exc.resets_at - timezone.now()).total_seconds())))},
+        ) from exc
+
+
+def create_job(principal: Principal, plan: SpeechPlan, request_id: str, period: date, lease: str, priority: int) -> Job:
     from .tasks import synthesize_job
 
     data = plan.data
@@ -89,27 +135,98 @@ def create_job(principal: Principal, plan: SpeechPlan, request_id: str) -> Job:
         segments=plan.prepared.segments,
         params=asdict(plan.params),
         cacheable=plan.cacheable,
-        characters=len(data["input"]),
+        characters=plan.characters,
+        quota_period=period,
+        lease=lease,
     )
-    # `expires`: a worker that comes back after the web gave up drops the task unrun.
-    synthesize_job.apply_async(args=[str(job.id)], queue="tts", expires=settings.TTS_QUEUE_TIMEOUT)
+    try:
+        # `expires`: a worker that comes back after the web gave up drops the task unrun.
+        synthesize_job.apply_async(
+            args=[str(job.id)], queue="tts", priority=priority, expires=settings.TTS_QUEUE_TIMEOUT
+        )
+    except Exception as exc:
+        logger.exception("could not enqueue", extra={"job_id": str(job.id)})
+        settle_job(job, Job.Status.FAILED, error_code="queue_unavailable", from_status=Job.Status.QUEUED)
+        raise JobNotQueued(503, "The job queue is unavailable. Try again shortly.", "queue_unavailable") from exc
     return job
 
 
-def expire_if_queued(job_id) -> bool:
-    """Give up on a job no worker has taken; False if a worker took it meanwhile."""
-    return bool(
-        Job.objects.filter(pk=job_id, status=Job.Status.QUEUED).update(
-            status=Job.Status.EXPIRED, finished_at=timezone.now(), error_code="worker_unavailable"
+class JobNotQueued(ApiError):
+    """The job row exists but could not be enqueued; it has been settled (refunded) already."""
+
+
+def settle_job(
+    job: Job,
+    status: str,
+    *,
+    audio_seconds: float = 0.0,
+    error_code: str = "",
+    error_message: str = "",
+    model_version: str = "",
+    cache_key: str = "",
+    from_status: str = Job.Status.RUNNING,
+) -> bool:
+    """Move a job to its final state exactly once, with its quota settlement and ledger row in the
+    same transaction, then free its concurrency slot. False if another party settled it first."""
+    now = timezone.now()
+    with transaction.atomic():
+        moved = Job.objects.filter(pk=job.pk, status=from_status).update(
+            status=status,
+            finished_at=now,
+            audio_seconds=audio_seconds,
+            error_code=error_code,
+            error_message=error_message,
+            model_version=model_version,
+            cache_key=cache_key,
         )
+        if moved and job.quota_period:
+            ledger.settle(
+                org_id=job.organization_id,
+                period=job.quota_period,
+                reserved=job.characters,
+                succeeded=status == Job.Status.SUCCEEDED,
+                api_key_id=job.api_key_id,
+                job_id=job.id,
+                request_id=job.request_id,
+                audio_seconds=audio_seconds,
+                model=job.model,
+                voice=job.voice,
+                latency_ms=int((now - job.created_at).total_seconds() * 1000),
+            )
+    if moved and job.lease:
+        concurrency.release(job.organization_id, job.lease)
+    return bool(moved)
+
+
+def expire_if_queued(job_id) -> bool:
+    """Give up on a job no worker has taken (refunding it); False if a worker took it meanwhile."""
+    job = Job.objects.get(pk=job_id)
+    return settle_job(job, Job.Status.EXPIRED, error_code="worker_unavailable", from_status=Job.Status.QUEUED)
+
+
+def record_cache_hit(
+    principal: Principal, plan: SpeechPlan, request_id: str, period: date, started: float, audio_seconds: float
+) -> None:
+    ledger.settle(
+        org_id=principal.organization.pk,
+        period=period,
+        reserved=plan.characters,
+        succeeded=True,
+        api_key_id=principal.api_key.pk if principal.api_key else None,
+        request_id=request_id,
+        audio_seconds=audio_seconds,
+        model=plan.data["model"],
+        voice=plan.data["voice"],
+        cached=True,
+        latency_ms=int((time.monotonic() - started) * 1000),
     )
 
 
-async def lookup_cache(plan: SpeechPlan) -> bytes | None:
+async def lookup_cache(org_id: int, plan: SpeechPlan) -> bytes | None:
     if not plan.cacheable:
         return None
     for version in await workers.recent_model_versions():
-        pcm = await cache.aget(cache.cache_key(version, plan.cache_text, plan.params))
+        pcm = await cache.aget(cache.cache_key(org_id, version, plan.cache_text, plan.params))
         if pcm is not None:
             return pcm
     return None
@@ -127,17 +244,53 @@ def _no_worker_error(states: list[workers.WorkerState]) -> ApiError:
     )
 
 
+def in_thread(fn):
+    return sync_to_async(fn, thread_sensitive=False)
+
+
 async def speak(principal: Principal, data: dict, request_id: str) -> SpeechResult:
-    plan = await sync_to_async(plan_speech, thread_sensitive=False)(data)
-    pcm = await lookup_cache(plan)
-    if pcm is not None:
-        return SpeechResult(pcm, True, plan.params.seed, None)
-    states = await workers.alive_workers()
-    if not any(w.status == "ready" for w in states):
-        raise _no_worker_error(states)
-    job = await sync_to_async(create_job, thread_sensitive=False)(principal, plan, request_id)
-    pcm = await collect_audio(job.id)
-    return SpeechResult(pcm, False, plan.params.seed, str(job.id))
+    started = time.monotonic()
+    org = principal.organization
+    limits = await in_thread(limits_for)(org)
+    check_plan(limits, data)
+    plan = await in_thread(plan_speech)(data)
+    lease = request_id
+    if not await concurrency.acquire(org.pk, lease, limits.concurrent_jobs):
+        raise ApiError(
+            429,
+            f"Too many concurrent requests: your plan runs {limits.concurrent_jobs} at a time.",
+            "too_many_concurrent_requests",
+            headers={"Retry-After": "1"},
+        )
+    handed_to_job = False
+    try:
+        period = await in_thread(reserve_quota)(principal, plan.characters, limits)
+        settled = False
+        try:
+            pcm = await lookup_cache(org.pk, plan)
+            if pcm is not None:
+                await in_thread(record_cache_hit)(
+                    principal, plan, request_id, period, started, len(pcm) / 2 / SAMPLE_RATE
+                )
+                settled = True
+                return SpeechResult(pcm, True, plan.params.seed, None)
+            states = await workers.alive_workers()
+            if not any(w.status == "ready" for w in states):
+                raise _no_worker_error(states)
+            try:
+                job = await in_thread(create_job)(principal, plan, request_id, period, lease, limits.queue_priority)
+            except JobNotQueued:
+                settled = handed_to_job = True
+                raise
+            settled = handed_to_job = True  # from here the job settles itself, whatever happens
+        finally:
+            if not settled:
+                await in_thread(quota.refund)(org.pk, period, plan.characters)
+        pcm = await collect_audio(job.id)
+        return SpeechResult(pcm, False, plan.params.seed, str(job.id))
+    finally:
+        if not handed_to_job:
+            await concurrency.arelease(org.pk, lease)
 
 
 async def collect_audio(job_id) -> bytes:
@@ -149,7 +302,7 @@ async def collect_audio(job_id) -> bytes:
         now = time.monotonic()
         if event is None:
             if run_deadline is None and now > queue_deadline:
-                if await sync_to_async(expire_if_queued, thread_sensitive=False)(job_id):
+                if await in_thread(expire_if_queued)(job_id):
                     raise ApiError(
                         503,
                         f"No synthesis worker took the request within {settings.TTS_QUEUE_TIMEOUT:g} s. "
@@ -173,7 +326,7 @@ async def collect_audio(job_id) -> bytes:
 
 
 def run_job(job_id: str, engine, load_error: str | None = None) -> None:
-    """Worker side: claim the job, synthesise it, publish its audio, cache it, finish it."""
+    """Worker side: claim the job, synthesise it, publish its audio, cache it, settle it."""
     claimed = Job.objects.filter(pk=job_id, status=Job.Status.QUEUED).update(
         status=Job.Status.RUNNING, started_at=timezone.now()
     )
@@ -204,22 +357,16 @@ def run_job(job_id: str, engine, load_error: str | None = None) -> None:
     pcm = b"".join(parts)
     key = ""
     if job.cacheable:
-        key = cache.cache_key(engine.model_version, "\n".join(job.segments), params)
+        key = cache.cache_key(job.organization_id, engine.model_version, "\n".join(job.segments), params)
         if not cache.put(key, pcm):
             key = ""
     audio_seconds = len(pcm) / 2 / engine.sample_rate
-    Job.objects.filter(pk=job.pk).update(
-        status=Job.Status.SUCCEEDED,
-        finished_at=timezone.now(),
-        audio_seconds=audio_seconds,
-        model_version=engine.model_version,
-        cache_key=key,
+    settle_job(
+        job, Job.Status.SUCCEEDED, audio_seconds=audio_seconds, model_version=engine.model_version, cache_key=key
     )
     streams.publish(job.id, "end", samples=len(pcm) // 2, audio_seconds=f"{audio_seconds:.3f}")
 
 
 def _fail(job: Job, status: int, code: str, message: str) -> None:
-    Job.objects.filter(pk=job.pk).update(
-        status=Job.Status.FAILED, finished_at=timezone.now(), error_code=code, error_message=message
-    )
+    settle_job(job, Job.Status.FAILED, error_code=code, error_message=message)
     streams.publish(job.id, "error", status=status, code=code, message=message)

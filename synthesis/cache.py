@@ -1,7 +1,9 @@
 """The audio cache (the seed design's Redis cache), bounded in entry size and in total bytes.
 
-Key: `tts:audio:<model version>:<sha256 of the normalised text>:<hash of every generation
-parameter>`. Only deterministic requests (a seed given) are cached. The value is the 16-bit PCM,
+Key: `tts:audio:<organization>:<model version>:<sha256 of the normalised text>:<hash of every
+generation parameter>`. Only deterministic requests (a seed given) are cached. Entries are per
+organization: a shared entry would tell one tenant (by `x-cache: hit` and timing) what another
+tenant has synthesised. The value is the 16-bit PCM,
 so one entry serves every `response_format`. Entries expire after TTS_CACHE_TTL; when the total
 passes TTS_CACHE_MAX_BYTES the oldest entries are evicted, atomically, in one Lua script.
 """
@@ -52,10 +54,10 @@ return evicted
 """
 
 
-def cache_key(model_version: str, normalized_text: str, params: SynthesisParams) -> str:
+def cache_key(org_id: int, model_version: str, normalized_text: str, params: SynthesisParams) -> str:
     text_hash = hashlib.sha256(normalized_text.encode("utf-8")).hexdigest()
     params_hash = hashlib.sha256(json.dumps(asdict(params), sort_keys=True).encode()).hexdigest()[:16]
-    return f"tts:audio:{model_version}:{text_hash}:{params_hash}"
+    return f"tts:audio:{org_id}:{model_version}:{text_hash}:{params_hash}"
 
 
 def put(key: str, pcm16: bytes) -> bool:

@@ -35,7 +35,9 @@ class Job(models.Model):
     params = models.JSONField(default=dict)  # inference.engine.SynthesisParams as a dict
     cacheable = models.BooleanField(default=False)  # deterministic: a seed was given
     cache_key = models.CharField(max_length=200, blank=True)  # set when the result was cached
-    characters = models.PositiveIntegerField(default=0)
+    characters = models.PositiveIntegerField(default=0)  # billed characters, reserved at submission
+    quota_period = models.DateField(null=True, blank=True)  # the month the reservation was taken in
+    lease = models.CharField(max_length=128, blank=True)  # the concurrency slot it holds
     audio_seconds = models.FloatField(default=0.0)
     error_code = models.CharField(max_length=64, blank=True)
     error_message = models.TextField(blank=True)

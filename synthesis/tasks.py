@@ -50,7 +50,9 @@ def load_engine(**kwargs) -> None:
     from . import workers
 
     try:
-        engine = ChatTTSEngine.load(settings.TTS_MODEL_DIR, settings.TTS_DEVICE, settings.TTS_HF_CACHE_DIR)
+        engine = ChatTTSEngine.load(
+            settings.TTS_MODEL_DIR, settings.TTS_DEVICE, settings.TTS_HF_CACHE_DIR, settings.TTS_BENCH_FIXED_LENGTH
+        )
         if settings.TTS_WARMUP:
             engine.warm_up()
     except ModelUnavailable as exc:

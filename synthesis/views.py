@@ -11,7 +11,7 @@ from django.views.decorators.http import require_POST
 from rest_framework.decorators import api_view
 from rest_framework.response import Response
 
-from accounts.auth import aauthenticate_key
+from billing.policy import aauthenticate_request
 from inference.voices import VOICES
 from tts_saas.errors import ApiError, validation_error
 
@@ -47,7 +47,7 @@ def parse_json(request: HttpRequest) -> dict:
 @api_errors
 async def speech(request: HttpRequest) -> HttpResponse:
     """POST /v1/audio/speech — OpenAI-compatible: returns the audio bytes."""
-    principal = await aauthenticate_key(request.headers.get("Authorization"))
+    principal = await aauthenticate_request(request)
     serializer = SpeechRequestSerializer(data=parse_json(request))
     if not serializer.is_valid():
         raise validation_error(serializer.errors)

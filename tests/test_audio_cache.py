@@ -21,17 +21,18 @@ def empty_cache(redis_client):
 
 
 def key(n: int) -> str:
-    return cache.cache_key("v-test", f"text {n}", SynthesisParams(voice_seed=1, seed=n))
+    return cache.cache_key(1, "v-test", f"text {n}", SynthesisParams(voice_seed=1, seed=n))
 
 
-def test_the_key_changes_with_text_params_and_model_version():
+def test_the_key_changes_with_tenant_text_params_and_model_version():
     p = SynthesisParams(voice_seed=1, seed=1)
-    k = cache.cache_key("v1", "hello", p)
-    assert k.startswith("tts:audio:v1:")
-    assert k != cache.cache_key("v2", "hello", p)
-    assert k != cache.cache_key("v1", "hello!", p)
-    assert k != cache.cache_key("v1", "hello", SynthesisParams(voice_seed=1, seed=1, temperature=0.5))
-    assert k != cache.cache_key("v1", "hello", SynthesisParams(voice_seed=2, seed=1))
+    k = cache.cache_key(1, "v1", "hello", p)
+    assert k.startswith("tts:audio:1:v1:")
+    assert k != cache.cache_key(2, "v1", "hello", p)  # tenants never share entries
+    assert k != cache.cache_key(1, "v2", "hello", p)
+    assert k != cache.cache_key(1, "v1", "hello!", p)
+    assert k != cache.cache_key(1, "v1", "hello", SynthesisParams(voice_seed=1, seed=1, temperature=0.5))
+    assert k != cache.cache_key(1, "v1", "hello", SynthesisParams(voice_seed=2, seed=1))
 
 
 def test_a_stored_entry_is_found_and_counted(redis_client):

@@ -96,7 +96,7 @@ def test_same_request_without_cache_is_reproduced_by_the_engine(live_stack, owne
 
     body = {"input": "Deterministic noise.", "voice": "echo", "seed": 77, "response_format": "pcm"}
     first = post(live_stack, owner.key, **body)
-    for key in get_redis().scan_iter("tts:audio:*:*:*"):
+    for key in get_redis().scan_iter(f"tts:audio:{owner.org.pk}:*"):
         get_redis().delete(key)
     second = post(live_stack, owner.key, **body)
     assert first.headers["x-cache"] == second.headers["x-cache"] == "miss"

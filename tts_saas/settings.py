@@ -31,6 +31,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "tts_saas.request_id.RequestIdMiddleware",
+    "billing.ratelimit.RateLimitHeadersMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -80,6 +81,9 @@ CACHES = {
     }
 }
 
+# django-ratelimit counts in the default cache (Redis: atomic incr, shared by all web processes).
+RATELIMIT_USE_CACHE = "default"
+
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"
 USE_I18N = True
@@ -88,7 +92,7 @@ STATIC_URL = "static/"
 STATIC_ROOT = VAR_DIR / "static"
 
 REST_FRAMEWORK = {
-    "DEFAULT_AUTHENTICATION_CLASSES": ["accounts.auth.ApiKeyAuthentication"],
+    "DEFAULT_AUTHENTICATION_CLASSES": ["billing.policy.MeteredApiKeyAuthentication"],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
@@ -112,7 +116,12 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_SOFT_TIME_LIMIT = envint("TTS_TASK_SOFT_TIME_LIMIT", 540)
 CELERY_TASK_TIME_LIMIT = envint("TTS_TASK_TIME_LIMIT", 600)
 # The Redis broker redelivers unacked tasks after this; it must exceed the longest task.
-CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": envint("TTS_VISIBILITY_TIMEOUT", 3600)}
+# Priorities 0 (served first: paid plans) to 9 on the Redis broker.
+CELERY_BROKER_TRANSPORT_OPTIONS = {
+    "visibility_timeout": envint("TTS_VISIBILITY_TIMEOUT", 3600),
+    "priority_steps": list(range(10)),
+    "queue_order_strategy": "priority",
+}
 CELERY_TASK_IGNORE_RESULT = True
 # Each pool process loads the model after the fork; give it time (a first download can be long).
 CELERY_WORKER_PROC_ALIVE_TIMEOUT = envint("TTS_MODEL_LOAD_TIMEOUT", 900)
@@ -134,6 +143,7 @@ TTS_CACHE_TTL = envint("TTS_CACHE_TTL", 7 * 24 * 3600)
 TTS_CACHE_MAX_BYTES = envint("TTS_CACHE_MAX_BYTES", 512 * 1024 * 1024)
 TTS_CACHE_MAX_ENTRY_BYTES = envint("TTS_CACHE_MAX_ENTRY_BYTES", 16 * 1024 * 1024)
 TTS_WARMUP = envbool("TTS_WARMUP", True)
+TTS_BENCH_FIXED_LENGTH = envbool("TTS_BENCH_FIXED_LENGTH", False)  # benchmarks: generate to the budget
 
 VAR_DIR.mkdir(parents=True, exist_ok=True)
 

@@ -1,0 +1,30 @@
+from __future__ import annotations
+
+from django.utils import timezone
+from rest_framework import serializers
+
+from .models import KEY_SCHEME, ApiKey
+
+
+class ApiKeySerializer(serializers.ModelSerializer):
+    id = serializers.CharField(source="prefix", read_only=True)
+    redacted = serializers.SerializerMethodField()
+
+    class Meta:
+        model = ApiKey
+        fields = ["id", "name", "kind", "redacted", "created_at", "last_used_at", "expires_at", "revoked_at"]
+        read_only_fields = ["created_at", "last_used_at", "revoked_at"]
+
+    def get_redacted(self, key: ApiKey) -> str:
+        return f"{KEY_SCHEME}_{key.prefix}_…"
+
+
+class ApiKeyCreateSerializer(serializers.Serializer):
+    name = serializers.CharField(max_length=200)
+    kind = serializers.ChoiceField(choices=ApiKey.Kind.choices, default=ApiKey.Kind.STANDARD)
+    expires_at = serializers.DateTimeField(required=False, allow_null=True, default=None)
+
+    def validate_expires_at(self, value):
+        if value is not None and value <= timezone.now():
+            raise serializers.ValidationError("expires_at must be in the future.")
+        return value

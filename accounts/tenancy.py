@@ -1,0 +1,24 @@
+"""Tenant scoping in one place. Every view over tenant-owned rows derives from
+`TenantScopedViewSet`, whose queryset is always filtered to the caller's organization; a subclass
+that overrides `get_queryset` is refused at import time (PostHog's rule), so a new endpoint
+cannot forget the filter. Another tenant's id is then simply not found: 404, never 403."""
+
+from __future__ import annotations
+
+from rest_framework import viewsets
+
+
+class TenantScopedViewSet(viewsets.GenericViewSet):
+    model = None  # the tenant-owned model
+    tenant_field = "organization"
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if "get_queryset" in cls.__dict__ or "queryset" in cls.__dict__:
+            raise TypeError(
+                f"{cls.__name__} must not set queryset or override get_queryset: tenant scoping lives in "
+                "TenantScopedViewSet. Narrow results in filter_queryset instead."
+            )
+
+    def get_queryset(self):
+        return self.model.objects.filter(**{self.tenant_field: self.request.user.organization})

@@ -1,0 +1,45 @@
+"""The plans a new installation starts with (seeded by a data migration; editable in the admin)."""
+
+from __future__ import annotations
+
+DEFAULT_PLANS = [
+    {
+        "slug": "free",
+        "name": "Free",
+        "monthly_characters": 10_000,
+        "requests_per_minute": 10,
+        "concurrent_jobs": 1,
+        "max_input_chars": 1_000,
+        "queue_priority": 6,
+        "is_default": True,
+        "monthly_price_cents": 0,
+    },
+    {
+        "slug": "pro",
+        "name": "Pro",
+        "monthly_characters": 500_000,
+        "requests_per_minute": 120,
+        "concurrent_jobs": 4,
+        "max_input_chars": 4_096,
+        "queue_priority": 3,
+        "is_default": False,
+        "monthly_price_cents": 2_200,
+    },
+    {
+        "slug": "enterprise",
+        "name": "Enterprise",
+        "monthly_characters": 10_000_000,
+        "requests_per_minute": 600,
+        "concurrent_jobs": 16,
+        "max_input_chars": 4_096,
+        "queue_priority": 0,
+        "is_default": False,
+        "monthly_price_cents": 33_000,
+    },
+]
+
+
+def ensure_plans(plan_model) -> None:
+    """Create the default plans that do not exist yet; never changes existing ones."""
+    for spec in DEFAULT_PLANS:
+        plan_model.objects.get_or_create(slug=spec["slug"], defaults=spec)
