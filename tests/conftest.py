@@ -64,17 +64,31 @@ class Persona:
     key: str
 
 
-def make_persona(name: str) -> Persona:
+def make_persona(name: str, kind: str = "admin", **limits) -> Persona:
+    """An organization with one key; `limits` override its plan's (e.g. requests_per_minute=5)."""
     from accounts.models import Organization
+    from billing.limits import subscription_for
 
     org = Organization.objects.create(name=name, slug=name.lower().replace(" ", "-"))
-    _, raw = org.create_api_key(f"{name} key")
+    _, raw = org.create_api_key(f"{name} key", kind=kind)
+    if limits:
+        sub = subscription_for(org)
+        for field, value in limits.items():
+            setattr(sub, field, value)
+        sub.save()
     return Persona(org, raw)
 
 
 @pytest.fixture
 def owner(transactional_db) -> Persona:
     return make_persona("Acme")
+
+
+@pytest.fixture
+def member(owner) -> Persona:
+    """A standard (non-admin) key of the owner's organization."""
+    _, raw = owner.org.create_api_key("member key")
+    return Persona(owner.org, raw)
 
 
 @pytest.fixture

@@ -12,6 +12,8 @@ import pytest
 import redis
 from django.conf import settings
 
+from billing import concurrency
+from billing.models import QuotaPeriod
 from synthesis.models import Job
 from tests import stack
 
@@ -68,6 +70,9 @@ def test_a_dead_worker_gives_503_within_the_queue_timeout_and_the_job_never_runs
         assert 3 <= elapsed < 10
         job = Job.objects.get()
         assert job.status == Job.Status.EXPIRED
+        quota = QuotaPeriod.objects.get(organization=owner.org)
+        assert (quota.used, quota.reserved) == (0, 0)  # the expired job was refunded
+        assert concurrency.in_flight(owner.org.pk) == 0
         # A worker that comes back later must not run what the client already gave up on.
         revived = stack.start_worker(env, tmp_path, "revived")
         stack.wait_for_workers(client, "ready", count=1, proc=revived)

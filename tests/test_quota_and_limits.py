@@ -1,0 +1,141 @@
+"""Quota, rate limit and concurrency cap under concurrent bursts from several processes, and the
+ledger that bills them. Quotas are money: exactly N succeed, never N+1, and every character
+billed is a ledger row."""
+
+from __future__ import annotations
+
+import time
+
+import httpx
+import pytest
+from asgiref.sync import async_to_sync
+from django.db.models import Sum
+
+from billing import concurrency
+from billing.models import QuotaPeriod, UsageEvent
+from synthesis.models import Job
+from tests import stack
+from tests.bursts import burst, tally
+from tests.conftest import make_persona
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+TEXT = "Quota burst, ten words of text to bill exactly here."
+
+
+def ledger_total(org) -> int:
+    return UsageEvent.objects.filter(organization=org).aggregate(s=Sum("characters"))["s"] or 0
+
+
+def test_a_burst_never_exceeds_the_quota_and_refuses_nothing_that_fits(live_stack):
+    org = make_persona("Quota Co", monthly_characters=5 * len(TEXT), requests_per_minute=1000, concurrent_jobs=50)
+    bodies = [{"input": TEXT, "voice": "alloy", "seed": i % 3, "response_format": "pcm"} for i in range(12)]
+    results = burst("POST", f"{live_stack.base_url}/v1/audio/speech", org.key, bodies)
+    assert tally(results) == {(200, ""): 5, (429, "quota_exceeded"): 7}
+    quota = QuotaPeriod.objects.get(organization=org.org)
+    assert quota.used == 5 * len(TEXT) and quota.reserved == 0
+    assert ledger_total(org.org) == quota.used
+    assert UsageEvent.objects.filter(organization=org.org, status="succeeded").count() == 5
+    with live_stack.client(org.key) as client:
+        usage = client.get("/usage").json()
+        sub = client.get("/subscription").json()
+        refused = client.post("/audio/speech", json={"input": "x"})
+    assert usage["total"]["characters"] == quota.used and usage["total"]["requests"] == 5
+    assert sub["character_count"] == quota.used and sub["character_limit"] == 5 * len(TEXT)
+    assert refused.status_code == 429
+    error = refused.json()["error"]
+    assert error["code"] == "quota_exceeded" and sub["next_character_count_reset"][:10] in error["message"]
+
+
+def test_a_burst_is_held_to_the_rate_limit_with_headers(live_stack):
+    org = make_persona("Rate Co", requests_per_minute=5)
+    url = f"{live_stack.base_url}/v1/voices"
+    probe = httpx.get(url, headers={"Authorization": f"Bearer {org.key}"})
+    assert probe.status_code == 200
+    assert probe.headers["x-ratelimit-limit-requests"] == "5"
+    assert probe.headers["x-ratelimit-remaining-requests"] == "4"
+    reset = int(probe.headers["x-ratelimit-reset-requests"].rstrip("s"))
+    if reset < 8:  # keep the burst inside one fixed window
+        time.sleep(reset + 1)
+        assert httpx.get(url, headers={"Authorization": f"Bearer {org.key}"}).status_code == 200
+    results = burst("GET", url, org.key, [None] * 12)
+    assert tally(results) == {(200, ""): 4, (429, "rate_limit_exceeded"): 8}
+    assert all(int(r["retry_after"]) >= 1 for r in results if r["status"] == 429)
+    assert sorted(int(r["remaining"]) for r in results) == [0] * 8 + [0, 1, 2, 3]
+
+
+def test_a_burst_is_held_to_the_concurrency_cap(live_stack):
+    org = make_persona("Busy Co", concurrent_jobs=2, requests_per_minute=1000, max_input_chars=4096)
+    text = " ".join(f"Sentence number {i} keeps the worker busy for a while." for i in range(12))
+    bodies = [{"input": text + f" Run {i}.", "voice": "alloy", "response_format": "pcm"} for i in range(6)]
+    results = burst("POST", f"{live_stack.base_url}/v1/audio/speech", org.key, bodies)
+    assert tally(results) == {(200, ""): 2, (429, "too_many_concurrent_requests"): 4}
+    refused = [r for r in results if r["status"] == 429]
+    assert max(r["seconds"] for r in refused) < min(r["seconds"] for r in results if r["status"] == 200)
+    assert concurrency.in_flight(org.org.pk) == 0  # both slots were given back
+    assert QuotaPeriod.objects.get(organization=org.org).reserved == 0  # refused requests reserved nothing
+
+
+def test_a_lease_left_by_a_crashed_job_expires():
+    org_id = 987654
+
+    def acquire(member: str) -> bool:
+        return async_to_sync(concurrency.acquire)(org_id, member, 1, 1.0)
+
+    assert acquire("crashed-job")
+    assert not acquire("next-job")  # the slot is held ...
+    time.sleep(1.2)
+    assert acquire("next-job")  # ... but not forever
+    concurrency.release(org_id, "next-job")
+
+
+def test_a_failing_synthesis_refunds_its_reservation(owner, tmp_path, redis_client, settings):
+    # A real failure: a worker whose soft time limit (1 s) is shorter than the job.
+    url = settings.REDIS_URL.rsplit("/", 1)[0] + "/11"
+    redis_client.__class__.from_url(url).flushdb()
+    env = stack.stack_env(url, TTS_TASK_SOFT_TIME_LIMIT="1", TTS_TASK_TIME_LIMIT="20", TTS_BENCH_FIXED_LENGTH="1")
+    worker = stack.start_worker(env, tmp_path, "slow")
+    web, base = stack.start_web(env, tmp_path)
+    text = " ".join(f"This sentence number {i} is long enough to take a while." for i in range(8))
+    try:
+        stack.wait_for_workers(redis_client.__class__.from_url(url), "ready", proc=worker)
+        response = httpx.post(
+            f"{base}/v1/audio/speech",
+            headers={"Authorization": f"Bearer {owner.key}"},
+            json={"input": text, "voice": "alloy", "response_format": "pcm"},
+            timeout=60,
+        )
+    finally:
+        web.stop()
+        worker.stop()
+    assert response.status_code == 503
+    assert response.json()["error"]["code"] == "synthesis_timeout"
+    quota = QuotaPeriod.objects.get(organization=owner.org)
+    assert (quota.used, quota.reserved) == (0, 0)
+    event = UsageEvent.objects.get(organization=owner.org)
+    assert event.status == "failed" and event.characters == 0
+    assert Job.objects.get().status == Job.Status.FAILED
+    assert concurrency.in_flight(owner.org.pk) == 0
+
+
+def test_usage_groups_by_day_and_by_key_and_matches_the_ledger(live_stack, owner):
+    _, second_key = owner.org.create_api_key("second")
+    for key, text in ((owner.key, "First key speaks."), (second_key, "Second key speaks, longer.")):
+        with live_stack.client(key) as client:
+            assert (
+                client.post("/audio/speech", json={"input": text, "seed": 1, "response_format": "pcm"}).status_code
+                == 200
+            )
+    with live_stack.client(owner.key) as client:
+        by_day = client.get("/usage", params={"group_by": "day"}).json()
+        by_key = client.get("/usage", params={"group_by": "key"}).json()
+        bad = client.get("/usage", params={"start": "2026-13-01"})
+        reversed_range = client.get("/usage", params={"start": "2026-05-02", "end": "2026-05-01"})
+    total = ledger_total(owner.org)
+    assert total == len("First key speaks.") + len("Second key speaks, longer.")
+    assert by_day["total"]["characters"] == total == sum(d["characters"] for d in by_day["data"])
+    assert {r["key_name"]: r["characters"] for r in by_key["data"]} == {
+        "Acme key": len("First key speaks."),
+        "second": len("Second key speaks, longer."),
+    }
+    assert bad.status_code == reversed_range.status_code == 400
