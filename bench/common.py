@@ -28,7 +28,7 @@ def checkpoint(size: str) -> str:
 class Stack:
     """Redis + uvicorn + one Celery synthesis worker, all on loopback, stopped on exit."""
 
-    def __init__(self, model_dir: str, **env: str):
+    def __init__(self, model_dir: str, plan: str = "enterprise", limits: tuple[str, ...] = (), **env: str):
         from tests.stack import free_port, start_web, start_worker, wait_for_workers
 
         self.tmp = Path(tempfile.mkdtemp(prefix="tts-bench-"))
@@ -72,7 +72,11 @@ class Stack:
         )
         subprocess.check_call([sys.executable, "manage.py", "migrate", "-v", "0"], cwd=ROOT, env=self.env)
         self.key = subprocess.check_output(
-            [sys.executable, "manage.py", "create_org", "Bench", "--quiet"], cwd=ROOT, env=self.env, text=True
+            [sys.executable, "manage.py", "create_org", "Bench", "--quiet", "--plan", plan]
+            + [f"--limit={item}" for item in limits],
+            cwd=ROOT,
+            env=self.env,
+            text=True,
         ).strip()
         self.worker = start_worker(self.env, self.tmp, "bench")
         self.web, self.base_url = start_web(self.env, self.tmp)

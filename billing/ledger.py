@@ -33,7 +33,7 @@ def settle(
             quota.commit(org_id, period, reserved)
         else:
             quota.refund(org_id, period, reserved)
-        return UsageEvent.objects.create(
+        return append(
             organization_id=org_id,
             api_key_id=api_key_id,
             job_id=job_id,
@@ -46,3 +46,15 @@ def settle(
             latency_ms=latency_ms,
             status=UsageEvent.Status.SUCCEEDED if succeeded else UsageEvent.Status.FAILED,
         )
+
+
+def append(**fields) -> UsageEvent:
+    return UsageEvent.objects.create(**fields)
+
+
+def charge_cached(*, org, limit: int, characters: int, **fields) -> UsageEvent:
+    """A request served from the cache: charge the quota (refusing if it does not fit) and append
+    its ledger row, in one transaction."""
+    with transaction.atomic():
+        quota.charge(org, characters, limit)
+        return append(organization_id=org.pk, characters=characters, cached=True, **fields)

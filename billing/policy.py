@@ -9,16 +9,17 @@ from asgiref.sync import sync_to_async
 from accounts.auth import ApiKeyAuthentication, Principal, authenticate_key
 
 from . import ratelimit
-from .limits import limits_for
+from .limits import Limits, limits_for
 
 
-def authenticate_request(request) -> Principal:
+def authenticate_request(request) -> tuple[Principal, Limits]:
     principal = authenticate_key(request.headers.get("Authorization"))
-    ratelimit.enforce(request, principal.organization.pk, limits_for(principal.organization).requests_per_minute)
-    return principal
+    limits = limits_for(principal.organization)
+    ratelimit.enforce(request, principal.organization.pk, limits.requests_per_minute)
+    return principal, limits
 
 
-async def aauthenticate_request(request) -> Principal:
+async def aauthenticate_request(request) -> tuple[Principal, Limits]:
     return await sync_to_async(authenticate_request, thread_sensitive=False)(request)
 
 
@@ -26,5 +27,5 @@ class MeteredApiKeyAuthentication(ApiKeyAuthentication):
     """API key authentication that also counts the request against the rate limit."""
 
     def authenticate(self, request):
-        principal = authenticate_request(request._request)
+        principal, _ = authenticate_request(request._request)
         return principal, principal.api_key

@@ -116,7 +116,7 @@ class ChatTTSEngine:
         for start in range(0, len(request.segments), MAX_BATCH):
             if should_stop is not None and should_stop():
                 return
-            texts = request.segments[start : start + MAX_BATCH]
+            texts = list(request.segments[start : start + MAX_BATCH])
             limits = budgets[start : start + MAX_BATCH]
             code, refine = self._params(p, max(limits))
             wavs = self.chat.infer(

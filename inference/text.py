@@ -9,6 +9,7 @@ caller's parameters and changes later calls.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 import threading
@@ -145,14 +146,17 @@ def split_text(text: str) -> list[str]:
 @dataclass(frozen=True)
 class PreparedText:
     normalized: str
-    segments: list[str]
+    segments: tuple[str, ...]
 
     @property
     def max_audio_seconds(self) -> float:
         return sum(token_budget(s) for s in self.segments) * SAMPLES_PER_TOKEN / SAMPLE_RATE
 
 
+@functools.lru_cache(maxsize=4096)
 def prepare(text: str) -> PreparedText:
+    """Validate, normalise and split `text`. Memoised: normalising costs ~20 ms a sentence, and
+    repeated texts (greetings, prompts: what the audio cache serves) come back often."""
     bad = unknown_tags(text)
     if bad:
         raise TextError(f"Unknown control tag(s) {', '.join(bad)}; allowed: {', '.join(sorted(INLINE_TAGS))}.")
@@ -160,4 +164,4 @@ def prepare(text: str) -> PreparedText:
     segments = split_text(normalized)
     if not segments:
         raise TextError("The input has nothing to say once normalised (only tags, spaces or symbols).")
-    return PreparedText(normalized=normalized, segments=segments)
+    return PreparedText(normalized=normalized, segments=tuple(segments))

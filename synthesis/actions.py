@@ -11,7 +11,6 @@ import logging
 import secrets
 import time
 from dataclasses import asdict, dataclass
-from datetime import date
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
@@ -20,7 +19,7 @@ from django.utils import timezone
 
 from accounts.auth import Principal
 from billing import concurrency, ledger, quota
-from billing.limits import Limits, limits_for
+from billing.limits import Limits
 from inference.engine import SynthesisParams, SynthesisRequest, to_pcm16
 from inference.text import SAMPLE_RATE, PreparedText, TextError, prepare
 from inference.voices import VOICES
@@ -107,52 +106,55 @@ def plan_speech(data: dict) -> SpeechPlan:
     return SpeechPlan(data=data, prepared=prepared, params=params, cacheable=cacheable)
 
 
-def reserve_quota(principal: Principal, characters: int, limits: Limits) -> date:
-    try:
-        return quota.reserve(principal.organization, characters, limits.monthly_characters)
-    except quota.QuotaExceeded as exc:
-        raise ApiError(
-            429,
-            f"Monthly character quota exceeded: {exc.used} of {exc.limit} used, this request needs "
-            f"{exc.requested}. The quota resets at {exc.resets_at:%Y-%m-%dT%H:%M:%SZ}.",
-            "quota_exceeded",
-            headers={"Retry-After": str(max(1, int((exc.resets_at - timezone.now()).total_seconds())))},
-        ) from exc
+def quota_error(exc: quota.QuotaExceeded) -> ApiError:
+    return ApiError(
+        429,
+        f"Monthly character quota exceeded: {exc.used} of {exc.limit} used, this request needs "
+        f"{exc.requested}. The quota resets at {exc.resets_at:%Y-%m-%dT%H:%M:%SZ}.",
+        "quota_exceeded",
+        headers={"Retry-After": str(max(1, int((exc.resets_at - timezone.now()).total_seconds())))},
+    )
 
 
-def create_job(principal: Principal, plan: SpeechPlan, request_id: str, period: date, lease: str, priority: int) -> Job:
+def submit_job(principal: Principal, plan: SpeechPlan, limits: Limits, request_id: str, lease: str) -> Job:
+    """Reserve the request's characters, record the job and enqueue it. On any failure the
+    reservation is given back; once this returns, the job settles itself (worker or expiry)."""
     from .tasks import synthesize_job
 
+    try:
+        period = quota.reserve(principal.organization, plan.characters, limits.monthly_characters)
+    except quota.QuotaExceeded as exc:
+        raise quota_error(exc) from exc
     data = plan.data
-    job = Job.objects.create(
-        organization=principal.organization,
-        api_key=principal.api_key,
-        request_id=request_id,
-        model=data["model"],
-        voice=data["voice"],
-        response_format=data["response_format"],
-        input=data["input"],
-        segments=plan.prepared.segments,
-        params=asdict(plan.params),
-        cacheable=plan.cacheable,
-        characters=plan.characters,
-        quota_period=period,
-        lease=lease,
-    )
+    try:
+        job = Job.objects.create(
+            organization=principal.organization,
+            api_key=principal.api_key,
+            request_id=request_id,
+            model=data["model"],
+            voice=data["voice"],
+            response_format=data["response_format"],
+            input=data["input"],
+            segments=list(plan.prepared.segments),
+            params=asdict(plan.params),
+            cacheable=plan.cacheable,
+            characters=plan.characters,
+            quota_period=period,
+            lease=lease,
+        )
+    except Exception:
+        quota.refund(principal.organization.pk, period, plan.characters)
+        raise
     try:
         # `expires`: a worker that comes back after the web gave up drops the task unrun.
         synthesize_job.apply_async(
-            args=[str(job.id)], queue="tts", priority=priority, expires=settings.TTS_QUEUE_TIMEOUT
+            args=[str(job.id)], queue="tts", priority=limits.queue_priority, expires=settings.TTS_QUEUE_TIMEOUT
         )
     except Exception as exc:
         logger.exception("could not enqueue", extra={"job_id": str(job.id)})
         settle_job(job, Job.Status.FAILED, error_code="queue_unavailable", from_status=Job.Status.QUEUED)
-        raise JobNotQueued(503, "The job queue is unavailable. Try again shortly.", "queue_unavailable") from exc
+        raise ApiError(503, "The job queue is unavailable. Try again shortly.", "queue_unavailable") from exc
     return job
-
-
-class JobNotQueued(ApiError):
-    """The job row exists but could not be enqueued; it has been settled (refunded) already."""
 
 
 def settle_job(
@@ -205,31 +207,29 @@ def expire_if_queued(job_id) -> bool:
 
 
 def record_cache_hit(
-    principal: Principal, plan: SpeechPlan, request_id: str, period: date, started: float, audio_seconds: float
+    principal: Principal, limits: Limits, plan: SpeechPlan, request_id: str, started: float, audio_seconds: float
 ) -> None:
-    ledger.settle(
-        org_id=principal.organization.pk,
-        period=period,
-        reserved=plan.characters,
-        succeeded=True,
-        api_key_id=principal.api_key.pk if principal.api_key else None,
-        request_id=request_id,
-        audio_seconds=audio_seconds,
-        model=plan.data["model"],
-        voice=plan.data["voice"],
-        cached=True,
-        latency_ms=int((time.monotonic() - started) * 1000),
-    )
+    try:
+        ledger.charge_cached(
+            org=principal.organization,
+            limit=limits.monthly_characters,
+            characters=plan.characters,
+            api_key_id=principal.api_key.pk if principal.api_key else None,
+            request_id=request_id,
+            audio_seconds=audio_seconds,
+            model=plan.data["model"],
+            voice=plan.data["voice"],
+            latency_ms=int((time.monotonic() - started) * 1000),
+        )
+    except quota.QuotaExceeded as exc:
+        raise quota_error(exc) from exc
 
 
 async def lookup_cache(org_id: int, plan: SpeechPlan) -> bytes | None:
     if not plan.cacheable:
         return None
-    for version in await workers.recent_model_versions():
-        pcm = await cache.aget(cache.cache_key(org_id, version, plan.cache_text, plan.params))
-        if pcm is not None:
-            return pcm
-    return None
+    versions = await workers.recent_model_versions()
+    return await cache.aget_first([cache.cache_key(org_id, v, plan.cache_text, plan.params) for v in versions])
 
 
 def _no_worker_error(states: list[workers.WorkerState]) -> ApiError:
@@ -248,12 +248,15 @@ def in_thread(fn):
     return sync_to_async(fn, thread_sensitive=False)
 
 
-async def speak(principal: Principal, data: dict, request_id: str) -> SpeechResult:
+async def speak(principal: Principal, limits: Limits, data: dict, request_id: str) -> SpeechResult:
     started = time.monotonic()
     org = principal.organization
-    limits = await in_thread(limits_for)(org)
     check_plan(limits, data)
     plan = await in_thread(plan_speech)(data)
+    pcm = await lookup_cache(org.pk, plan)
+    if pcm is not None:  # no synthesis: no concurrency slot, charged and logged in one transaction
+        await in_thread(record_cache_hit)(principal, limits, plan, request_id, started, len(pcm) / 2 / SAMPLE_RATE)
+        return SpeechResult(pcm, True, plan.params.seed, None)
     lease = request_id
     if not await concurrency.acquire(org.pk, lease, limits.concurrent_jobs):
         raise ApiError(
@@ -262,35 +265,17 @@ async def speak(principal: Principal, data: dict, request_id: str) -> SpeechResu
             "too_many_concurrent_requests",
             headers={"Retry-After": "1"},
         )
-    handed_to_job = False
+    job = None
     try:
-        period = await in_thread(reserve_quota)(principal, plan.characters, limits)
-        settled = False
-        try:
-            pcm = await lookup_cache(org.pk, plan)
-            if pcm is not None:
-                await in_thread(record_cache_hit)(
-                    principal, plan, request_id, period, started, len(pcm) / 2 / SAMPLE_RATE
-                )
-                settled = True
-                return SpeechResult(pcm, True, plan.params.seed, None)
-            states = await workers.alive_workers()
-            if not any(w.status == "ready" for w in states):
-                raise _no_worker_error(states)
-            try:
-                job = await in_thread(create_job)(principal, plan, request_id, period, lease, limits.queue_priority)
-            except JobNotQueued:
-                settled = handed_to_job = True
-                raise
-            settled = handed_to_job = True  # from here the job settles itself, whatever happens
-        finally:
-            if not settled:
-                await in_thread(quota.refund)(org.pk, period, plan.characters)
-        pcm = await collect_audio(job.id)
-        return SpeechResult(pcm, False, plan.params.seed, str(job.id))
+        states = await workers.alive_workers()
+        if not any(w.status == "ready" for w in states):
+            raise _no_worker_error(states)
+        job = await in_thread(submit_job)(principal, plan, limits, request_id, lease)
     finally:
-        if not handed_to_job:
+        if job is None:  # the slot was never handed to a job
             await concurrency.arelease(org.pk, lease)
+    pcm = await collect_audio(job.id)
+    return SpeechResult(pcm, False, plan.params.seed, str(job.id))
 
 
 async def collect_audio(job_id) -> bytes:

@@ -79,11 +79,17 @@ def put(key: str, pcm16: bytes) -> bool:
     return True
 
 
-async def aget(key: str) -> bytes | None:
+async def aget_first(keys: list[str]) -> bytes | None:
+    """The first of `keys` that is cached (one round trip), counting one hit or one miss."""
     r = get_async_redis()
-    value = await r.get(key)
+    values = await r.mget(keys) if keys else []
+    value = next((v for v in values if v is not None), None)
     await r.hincrby(STATS, "hits" if value is not None else "misses", 1)
     return value
+
+
+async def aget(key: str) -> bytes | None:
+    return await aget_first([key])
 
 
 def stats() -> dict[str, int]:

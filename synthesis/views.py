@@ -47,14 +47,17 @@ def parse_json(request: HttpRequest) -> dict:
 @api_errors
 async def speech(request: HttpRequest) -> HttpResponse:
     """POST /v1/audio/speech — OpenAI-compatible: returns the audio bytes."""
-    principal = await aauthenticate_request(request)
+    principal, limits = await aauthenticate_request(request)
     serializer = SpeechRequestSerializer(data=parse_json(request))
     if not serializer.is_valid():
         raise validation_error(serializer.errors)
     data = serializer.validated_data
-    result = await actions.speak(principal, data, request.request_id)
+    result = await actions.speak(principal, limits, data, request.request_id)
     fmt = data["response_format"]
-    body = await sync_to_async(audio.encode, thread_sensitive=False)(result.pcm16, fmt)
+    if fmt in ("pcm", "wav"):  # no codec work: stay on the event loop
+        body = audio.encode(result.pcm16, fmt)
+    else:
+        body = await sync_to_async(audio.encode, thread_sensitive=False)(result.pcm16, fmt)
     response = HttpResponse(body, content_type=audio.CONTENT_TYPES[fmt])
     response["x-cache"] = "hit" if result.cache_hit else "miss"
     response["x-seed"] = str(result.seed)

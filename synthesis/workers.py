@@ -92,7 +92,16 @@ async def alive_workers() -> list[WorkerState]:
     return _parse(names, await r.hmget(INFO, names) if names else [])
 
 
+_versions: tuple[float, list[str]] = (0.0, [])
+VERSIONS_MEMO_SECONDS = 2.0
+
+
 async def recent_model_versions(limit: int = 3) -> list[str]:
-    """Versions served lately, newest first: cached audio stays reachable while workers restart."""
-    names = await get_async_redis().zrevrange(VERSIONS, 0, limit - 1)
-    return [n.decode() for n in names]
+    """Versions served lately, newest first: cached audio stays reachable while workers restart.
+    Memoised for a moment per process: it is read on every speech request and changes rarely."""
+    global _versions
+    read_at, names = _versions
+    if time.monotonic() - read_at > VERSIONS_MEMO_SECONDS or not names:
+        names = [n.decode() for n in await get_async_redis().zrevrange(VERSIONS, 0, limit - 1)]
+        _versions = (time.monotonic(), names)
+    return names

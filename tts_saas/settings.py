@@ -68,7 +68,13 @@ DATABASES = {
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # A file, not memory, so that the web and worker processes started by tests share it.
     DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / "test.sqlite3")}
-    DATABASES["default"]["OPTIONS"] = {"timeout": 20}
+    # IMMEDIATE: a write transaction takes the lock when it begins, so concurrent writers wait
+    # (busy timeout) instead of failing with "database is locked"; WAL lets reads go on meanwhile.
+    DATABASES["default"]["OPTIONS"] = {
+        "timeout": 20,
+        "transaction_mode": "IMMEDIATE",
+        "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+    }
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
