@@ -6,3 +6,6 @@ from django.apps import AppConfig
 class BillingConfig(AppConfig):
     name = "billing"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        from . import schema  # noqa: F401  (registers the OpenAPI auth extension)

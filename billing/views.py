@@ -7,6 +7,8 @@ from datetime import UTC, datetime, timedelta
 from django.db.models import Count, Q, Sum
 from django.db.models.functions import TruncDate
 from django.utils import timezone
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
 from rest_framework.decorators import api_view
 from rest_framework.response import Response
@@ -53,7 +55,9 @@ class UsageViewSet(TenantScopedViewSet):
     """GET /v1/usage?start=YYYY-MM-DD&end=YYYY-MM-DD&group_by=day|key (dates in UTC, inclusive)."""
 
     model = UsageEvent
+    serializer_class = UsageQuerySerializer
 
+    @extend_schema(parameters=[UsageQuerySerializer], responses=OpenApiTypes.OBJECT)
     def list(self, request):
         query = UsageQuerySerializer(data=request.query_params)
         query.is_valid(raise_exception=True)
@@ -73,6 +77,7 @@ class UsageViewSet(TenantScopedViewSet):
         )
 
 
+@extend_schema(responses=OpenApiTypes.OBJECT)
 @api_view(["GET"])
 def subscription(request):
     """GET /v1/subscription — plan, this month's characters against the quota, reset time, limits."""

@@ -352,6 +352,25 @@ def run_job(job_id: str, engine, load_error: str | None = None) -> None:
     streams.publish(job.id, "end", samples=len(pcm) // 2, audio_seconds=f"{audio_seconds:.3f}")
 
 
+def reap_stale_jobs(now=None) -> dict[str, int]:
+    """Settle jobs whose worker died (running past the hard time limit) or that no worker ever took,
+    so that their reservations are refunded and their slots freed. Run periodically (beat)."""
+    from datetime import timedelta
+
+    now = now or timezone.now()
+    lost_before = now - timedelta(seconds=settings.CELERY_TASK_TIME_LIMIT + 60)
+    stale_before = now - timedelta(seconds=settings.TTS_QUEUE_TIMEOUT + 60)
+    counts = {"lost": 0, "expired": 0}
+    for job in Job.objects.filter(status=Job.Status.RUNNING, started_at__lt=lost_before):
+        if settle_job(job, Job.Status.FAILED, error_code="worker_lost", error_message="The worker stopped mid-job."):
+            streams.publish(job.id, "error", status=503, code="worker_lost", message="The worker stopped mid-job.")
+            counts["lost"] += 1
+    for job in Job.objects.filter(status=Job.Status.QUEUED, created_at__lt=stale_before):
+        if settle_job(job, Job.Status.EXPIRED, error_code="worker_unavailable", from_status=Job.Status.QUEUED):
+            counts["expired"] += 1
+    return counts
+
+
 def _fail(job: Job, status: int, code: str, message: str) -> None:
     settle_job(job, Job.Status.FAILED, error_code=code, error_message=message)
     streams.publish(job.id, "error", status=status, code=code, message=message)

@@ -83,3 +83,10 @@ def synthesize_job(job_id: str) -> None:
     from .actions import run_job
 
     run_job(job_id, _engine, _load_error or "this worker has no model loaded (is it serving -Q tts?)")
+
+
+@shared_task(name="synthesis.tasks.reap_stale_jobs")
+def reap_stale_jobs() -> dict[str, int]:
+    from .actions import reap_stale_jobs as reap
+
+    return reap()

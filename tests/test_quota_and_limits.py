@@ -139,3 +139,46 @@ def test_usage_groups_by_day_and_by_key_and_matches_the_ledger(live_stack, owner
         "second": len("Second key speaks, longer."),
     }
     assert bad.status_code == reversed_range.status_code == 400
+
+
+def test_jobs_of_a_dead_worker_are_settled_and_refunded_by_the_reaper(owner):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from billing import quota as quota_module
+    from synthesis.actions import reap_stale_jobs
+
+    period = quota_module.reserve(owner.org, 30, 10_000)
+    quota_module.reserve(owner.org, 20, 10_000)
+    long_ago = timezone.now() - timedelta(hours=2)
+    lost = Job.objects.create(
+        organization=owner.org,
+        status=Job.Status.RUNNING,
+        started_at=long_ago,
+        created_at=long_ago,
+        characters=30,
+        quota_period=period,
+        model="chattts",
+        voice="alloy",
+        response_format="mp3",
+        input="x" * 30,
+    )
+    never_taken = Job.objects.create(
+        organization=owner.org,
+        created_at=long_ago,
+        characters=20,
+        quota_period=period,
+        model="chattts",
+        voice="alloy",
+        response_format="mp3",
+        input="y" * 20,
+    )
+    assert reap_stale_jobs() == {"lost": 1, "expired": 1}
+    assert reap_stale_jobs() == {"lost": 0, "expired": 0}  # settled once, never twice
+    lost.refresh_from_db()
+    never_taken.refresh_from_db()
+    assert (lost.status, lost.error_code) == (Job.Status.FAILED, "worker_lost")
+    assert never_taken.status == Job.Status.EXPIRED
+    row = QuotaPeriod.objects.get(organization=owner.org)
+    assert (row.used, row.reserved) == (0, 0)

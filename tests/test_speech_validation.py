@@ -122,3 +122,12 @@ def test_voices_needs_a_key(live_stack):
 def test_unknown_api_path_is_404_in_the_error_shape(live_stack, owner):
     with live_stack.client(owner.key) as client:
         assert_error(client.get("/nothing-here"), 404)
+
+
+def test_the_openapi_schema_is_public_and_describes_the_speech_endpoint(live_stack):
+    with live_stack.client(None) as client:
+        response = client.get("/openapi.json")
+    assert response.status_code == 200
+    schema = response.json()
+    assert {"/v1/audio/speech", "/v1/keys", "/v1/usage", "/v1/voices"} <= set(schema["paths"])
+    assert schema["components"]["securitySchemes"]["ApiKey"]["scheme"] == "bearer"

@@ -6,6 +6,8 @@ from pathlib import Path
 
 import dj_database_url
 
+from synthesis import openapi as _speech_openapi
+
 from .env import envbool, envfloat, envint, envsecret, envstr
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -110,6 +112,8 @@ SPECTACULAR_SETTINGS = {
     "TITLE": "tts_saas API",
     "DESCRIPTION": "Multi-tenant text-to-speech on ChatTTS; /v1/audio/speech is OpenAI-compatible.",
     "VERSION": "1.0.0",
+    "APPEND_PATHS": _speech_openapi.PATHS,
+    "APPEND_COMPONENTS": _speech_openapi.COMPONENTS,
 }
 
 # Celery: synthesis on the "tts" queue (GPU workers), everything light on "default".
@@ -133,6 +137,9 @@ CELERY_TASK_IGNORE_RESULT = True
 CELERY_WORKER_PROC_ALIVE_TIMEOUT = envint("TTS_MODEL_LOAD_TIMEOUT", 900)
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_BEAT_SCHEDULE = {
+    "reap-stale-jobs": {"task": "synthesis.tasks.reap_stale_jobs", "schedule": 60.0, "options": {"queue": "default"}},
+}
 
 # Synthesis service.
 TTS_MODEL_DIR = envstr("TTS_MODEL_DIR")  # empty: ChatTTS's own Hugging Face download

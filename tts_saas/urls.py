@@ -3,12 +3,17 @@ from __future__ import annotations
 from django.contrib import admin
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView
+from rest_framework.permissions import AllowAny
 
 from synthesis.views import health
 
 urlpatterns = [
     path("v1/", include("synthesis.urls")),
-    path("v1/openapi.json", SpectacularAPIView.as_view(), name="openapi"),
+    path(
+        "v1/openapi.json",
+        SpectacularAPIView.as_view(authentication_classes=[], permission_classes=[AllowAny]),
+        name="openapi",
+    ),
     path("healthz", health),
     path("admin/", admin.site.urls),
 ]
