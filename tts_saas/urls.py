@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.contrib import admin
 from django.urls import include, path
-from drf_spectacular.views import SpectacularAPIView
+from drf_spectacular.views import SpectacularJSONAPIView
 from rest_framework.permissions import AllowAny
 
 from synthesis.views import health
@@ -11,7 +11,7 @@ urlpatterns = [
     path("v1/", include("synthesis.urls")),
     path(
         "v1/openapi.json",
-        SpectacularAPIView.as_view(authentication_classes=[], permission_classes=[AllowAny]),
+        SpectacularJSONAPIView.as_view(authentication_classes=[], permission_classes=[AllowAny]),
         name="openapi",
     ),
     path("healthz", health),
