@@ -30,6 +30,10 @@ def random_token(length: int) -> str:
     return "".join(secrets.choice(ALPHABET) for _ in range(length))
 
 
+def _new_webhook_secret() -> str:
+    return "whsec_" + random_token(32)
+
+
 def hash_key(raw_key: str) -> str:
     return hashlib.sha256(raw_key.encode("utf-8")).hexdigest()
 
@@ -39,6 +43,8 @@ class Organization(models.Model):
     slug = models.SlugField(max_length=100, unique=True)
     suspended_at = models.DateTimeField(null=True, blank=True)
     suspension_reason = models.CharField(max_length=500, blank=True)
+    # Signs job callbacks (HMAC-SHA256); shown to the organization, rotatable.
+    webhook_secret = models.CharField(max_length=64, default=_new_webhook_secret)
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:

@@ -1,16 +1,21 @@
 """Tenant scoping in one place. Every view over tenant-owned rows derives from
 `TenantScopedViewSet`, whose queryset is always filtered to the caller's organization; a subclass
 that overrides `get_queryset` is refused at import time (PostHog's rule), so a new endpoint
-cannot forget the filter. Another tenant's id is then simply not found: 404, never 403."""
+cannot forget the filter. Async views (streams, WebSockets) use `scoped`, the same filter.
+Another tenant's id is then simply not found: 404, never 403."""
 
 from __future__ import annotations
 
 from rest_framework import viewsets
 
 
+def scoped(model, organization):
+    """The one tenant filter: `model`'s rows that belong to `organization`."""
+    return model.objects.filter(organization=organization)
+
+
 class TenantScopedViewSet(viewsets.GenericViewSet):
-    model = None  # the tenant-owned model
-    tenant_field = "organization"
+    model = None  # the tenant-owned model (with an `organization` foreign key)
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
@@ -21,4 +26,4 @@ class TenantScopedViewSet(viewsets.GenericViewSet):
             )
 
     def get_queryset(self):
-        return self.model.objects.filter(**{self.tenant_field: self.request.user.organization})
+        return scoped(self.model, self.request.user.organization)

@@ -16,7 +16,8 @@ def settle(
     org_id: int,
     period: date,
     reserved: int,
-    succeeded: bool,
+    status: str,
+    billed: int | None = None,
     api_key_id: int | None,
     job_id=None,
     request_id: str = "",
@@ -26,25 +27,28 @@ def settle(
     cached: bool = False,
     latency_ms: int = 0,
 ) -> UsageEvent:
-    """Commit the reservation (success) or refund it (failure) and append the ledger row.
-    Call inside the transaction that moves the request to its final state."""
+    """Commit what is billed of the reservation (all of it on success by default, nothing on
+    failure), refund the rest, and append the ledger row. Call inside the transaction that moves
+    the request to its final state."""
+    if billed is None:
+        billed = reserved if status == UsageEvent.Status.SUCCEEDED else 0
     with transaction.atomic():
-        if succeeded:
-            quota.commit(org_id, period, reserved)
-        else:
-            quota.refund(org_id, period, reserved)
+        if billed:
+            quota.commit(org_id, period, billed)
+        if reserved - billed:
+            quota.refund(org_id, period, reserved - billed)
         return append(
             organization_id=org_id,
             api_key_id=api_key_id,
             job_id=job_id,
             request_id=request_id,
-            characters=reserved if succeeded else 0,
+            characters=billed,
             audio_seconds=audio_seconds,
             model=model,
             voice=voice,
             cached=cached,
             latency_ms=latency_ms,
-            status=UsageEvent.Status.SUCCEEDED if succeeded else UsageEvent.Status.FAILED,
+            status=status,
         )
 
 

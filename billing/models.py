@@ -80,7 +80,8 @@ class QuotaPeriod(models.Model):
 class UsageEvent(models.Model):
     class Status(models.TextChoices):
         SUCCEEDED = "succeeded"
-        FAILED = "failed"
+        FAILED = "failed"  # failed, expired or lost: nothing billed
+        CANCELLED = "cancelled"  # billed for the segments done before the cancel
 
     organization = models.ForeignKey(Organization, on_delete=models.PROTECT, related_name="usage_events")
     api_key = models.ForeignKey(ApiKey, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")

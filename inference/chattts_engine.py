@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from . import checkpoint
-from .engine import ModelUnavailable, SynthesisParams, SynthesisRequest, fade_edges, pause
+from .engine import ModelUnavailable, SynthesisParams, SynthesisRequest, fade_edges, fade_in, pause, ramp_down
 from .text import SAMPLE_RATE, SAMPLES_PER_TOKEN, token_budget
 
 logger = logging.getLogger(__name__)
@@ -108,7 +108,10 @@ class ChatTTSEngine:
         return code, refine
 
     def synthesize(
-        self, request: SynthesisRequest, should_stop: Callable[[], bool] | None = None
+        self,
+        request: SynthesisRequest,
+        should_stop: Callable[[], bool] | None = None,
+        on_segment: Callable[[int], None] | None = None,
     ) -> Iterator[np.ndarray]:
         p = request.params
         budgets = request.max_tokens or [token_budget(s) for s in request.segments]
@@ -135,6 +138,61 @@ class ChatTTSEngine:
                     yield pause()
                 first = False
                 yield fade_edges(audio)
+            if on_segment is not None:
+                on_segment(start + len(texts))
+
+    def stream(
+        self,
+        request: SynthesisRequest,
+        should_stop: Callable[[], bool] | None = None,
+        chunk_tokens: int = 24,
+        on_segment: Callable[[int], None] | None = None,
+    ) -> Iterator[np.ndarray]:
+        """Yield audio while it is generated: about `chunk_tokens` tokens (24 ≈ 0.5 s) at a time.
+
+        Segments run one after another (the first audio matters more than batch throughput).
+        ChatTTS's stream defaults are tuned here: no skipped first yields (pass_first_n_batches=0)
+        and a chunk size that keeps up with generation (stream_speed = chunk_tokens × 512).
+        """
+        p = request.params
+        budgets = request.max_tokens or [token_budget(s) for s in request.segments]
+        for index, (segment, limit) in enumerate(zip(request.segments, budgets, strict=True)):
+            if index:
+                yield pause()
+            code, refine = self._params(p, limit)
+            code.stream_batch = chunk_tokens
+            code.stream_speed = chunk_tokens * SAMPLES_PER_TOKEN
+            code.pass_first_n_batches = 0
+            chunks = self.chat.infer(
+                [segment],
+                stream=True,
+                split_text=False,
+                skip_refine_text=not p.refine_text,
+                use_decoder=p.use_decoder,
+                params_infer_code=code,
+                params_refine_text=refine,
+            )
+            left = limit * SAMPLES_PER_TOKEN
+            first, last = True, 0.0
+            try:
+                for wavs in chunks:
+                    audio = np.asarray(wavs, dtype=np.float32).reshape(-1)[:left]
+                    if audio.size == 0:
+                        continue
+                    left -= audio.size
+                    if first:
+                        audio = fade_in(audio)
+                        first = False
+                    last = float(audio[-1])
+                    yield audio
+                    if should_stop is not None and should_stop():
+                        return
+            finally:
+                chunks.close()  # stops ChatTTS's generation loop
+            if last:
+                yield ramp_down(last)
+            if on_segment is not None:
+                on_segment(index + 1)
 
     def warm_up(self) -> None:
         """The first inference compiles numba code (~1.3 s): pay it at start, not on a request."""

@@ -49,9 +49,22 @@ class Engine(Protocol):
     model_version: str
 
     def synthesize(
-        self, request: SynthesisRequest, should_stop: Callable[[], bool] | None = None
+        self,
+        request: SynthesisRequest,
+        should_stop: Callable[[], bool] | None = None,
+        on_segment: Callable[[int], None] | None = None,
     ) -> Iterator[np.ndarray]:
-        """Yield the request's audio in order, one piece per segment (float32, mono)."""
+        """Yield the request's audio in order, one piece per segment (float32, mono), batching
+        segments; `on_segment(n)` reports that n segments are done; `should_stop()` ends early."""
+
+    def stream(
+        self,
+        request: SynthesisRequest,
+        should_stop: Callable[[], bool] | None = None,
+        chunk_tokens: int = 24,
+        on_segment: Callable[[int], None] | None = None,
+    ) -> Iterator[np.ndarray]:
+        """Yield the request's audio in order as it is generated, in chunks of ~chunk_tokens."""
 
 
 def fade_edges(audio: np.ndarray, sample_rate: int = SAMPLE_RATE) -> np.ndarray:
@@ -63,6 +76,18 @@ def fade_edges(audio: np.ndarray, sample_rate: int = SAMPLE_RATE) -> np.ndarray:
     audio[:n] *= ramp
     audio[-n:] *= ramp[::-1]
     return audio
+
+
+def fade_in(audio: np.ndarray, sample_rate: int = SAMPLE_RATE) -> np.ndarray:
+    n = min(int(FADE_SECONDS * sample_rate), len(audio))
+    audio = audio.astype(np.float32, copy=True)
+    audio[:n] *= np.linspace(0.0, 1.0, n, dtype=np.float32)
+    return audio
+
+
+def ramp_down(last_sample: float, sample_rate: int = SAMPLE_RATE) -> np.ndarray:
+    """A streamed segment's last chunk was sent unfaded: glide from its last sample to silence."""
+    return np.linspace(last_sample, 0.0, int(FADE_SECONDS * sample_rate), dtype=np.float32)
 
 
 def pause(sample_rate: int = SAMPLE_RATE) -> np.ndarray:

@@ -1,9 +1,9 @@
 """Audio encoding for `response_format`: wav, pcm (raw 24 kHz 16-bit LE mono), mp3, opus (Ogg),
-aac (ADTS) and flac, with PyAV's bundled FFmpeg; no system libraries needed."""
+aac (ADTS) and flac, with PyAV's bundled FFmpeg; no system libraries needed. `encode` makes a
+whole file; `StreamEncoder` turns PCM chunks into bytes that can be sent as they come."""
 
 from __future__ import annotations
 
-import io
 import struct
 
 import numpy as np
@@ -44,31 +44,84 @@ def wav_header(num_samples: int | None, sample_rate: int = SAMPLE_RATE) -> bytes
 
 
 def encode(pcm16: bytes, fmt: str, sample_rate: int = SAMPLE_RATE) -> bytes:
-    """Encode mono 16-bit little-endian PCM into `fmt`."""
+    """Encode mono 16-bit little-endian PCM into a whole `fmt` file."""
     if fmt == "pcm":
         return pcm16
     if fmt == "wav":
         return wav_header(len(pcm16) // 2, sample_rate) + pcm16
-    import av
+    encoder = StreamEncoder(fmt, sample_rate)
+    return encoder.feed(pcm16) + encoder.finish()
 
-    container_name, codec, rate, bit_rate = _AV[fmt]
-    samples = np.frombuffer(pcm16, dtype="<i2").reshape(1, -1)
-    buf = io.BytesIO()
-    with av.open(buf, mode="w", format=container_name) as container:
-        stream = container.add_stream(codec, rate=rate, layout="mono")
+
+class _Sink:
+    """A write-only file for PyAV: no seek, so muxers write as they go (streamable output)."""
+
+    def __init__(self) -> None:
+        self.buffer = bytearray()
+
+    def write(self, data) -> int:
+        self.buffer += bytes(data)
+        return len(data)
+
+    def drain(self) -> bytes:
+        out = bytes(self.buffer)
+        self.buffer.clear()
+        return out
+
+
+class StreamEncoder:
+    """Encodes PCM chunks as they arrive; `feed` and `finish` return the bytes ready to send.
+    WAV gets a header whose sizes say "unknown", as streamed WAV does."""
+
+    def __init__(self, fmt: str, sample_rate: int = SAMPLE_RATE):
+        self.fmt = fmt
+        self.sample_rate = sample_rate
+        self._started = False
+        if fmt in ("pcm", "wav"):
+            return
+        import av
+
+        container_name, codec, rate, bit_rate = _AV[fmt]
+        self._sink = _Sink()
+        options = {"page_duration": "100000"} if container_name == "ogg" else {}  # Ogg pages every 0.1 s
+        self._container = av.open(self._sink, mode="w", format=container_name, options=options)
+        self._stream = self._container.add_stream(codec, rate=rate, layout="mono")
         if bit_rate:
-            stream.bit_rate = bit_rate
-        frame = av.AudioFrame.from_ndarray(samples, format="s16", layout="mono")
-        frame.sample_rate = sample_rate
-        resampler = av.AudioResampler(
-            format=stream.codec_context.format.name,
+            self._stream.bit_rate = bit_rate
+        self._resampler = av.AudioResampler(
+            format=self._stream.codec_context.format.name,
             layout="mono",
             rate=rate,
-            frame_size=stream.codec_context.frame_size or None,
+            frame_size=self._stream.codec_context.frame_size or None,
         )
-        for out_frame in resampler.resample(frame) + resampler.resample(None):
-            for packet in stream.encode(out_frame):
-                container.mux(packet)
-        for packet in stream.encode(None):
-            container.mux(packet)
-    return buf.getvalue()
+        self._pts = 0
+
+    def _mux(self, frames) -> None:
+        for out_frame in frames:
+            for packet in self._stream.encode(out_frame):
+                self._container.mux(packet)
+
+    def feed(self, pcm16: bytes) -> bytes:
+        if self.fmt in ("pcm", "wav"):
+            head = b"" if self._started or self.fmt == "pcm" else wav_header(None, self.sample_rate)
+            self._started = True
+            return head + pcm16
+        import av
+
+        if not pcm16:
+            return b""
+        samples = np.frombuffer(pcm16, dtype="<i2").reshape(1, -1)
+        frame = av.AudioFrame.from_ndarray(samples, format="s16", layout="mono")
+        frame.sample_rate = self.sample_rate
+        frame.pts = self._pts
+        self._pts += frame.samples
+        self._mux(self._resampler.resample(frame))
+        return self._sink.drain()
+
+    def finish(self) -> bytes:
+        if self.fmt in ("pcm", "wav"):
+            return b"" if self._started or self.fmt == "pcm" else wav_header(0, self.sample_rate)
+        self._mux(self._resampler.resample(None))
+        self._mux([None])
+        self._container.close()
+        return self._sink.drain()

@@ -34,6 +34,13 @@ class Job(models.Model):
     segments = models.JSONField(default=list)  # normalised text, one entry per generation
     params = models.JSONField(default=dict)  # inference.engine.SynthesisParams as a dict
     cacheable = models.BooleanField(default=False)  # deterministic: a seed was given
+    interactive = models.BooleanField(default=True)  # someone listens live: stream, latency first
+    progress = models.FloatField(default=0.0)  # share of segments done
+    idempotency_key = models.CharField(max_length=255, blank=True)
+    request_hash = models.CharField(max_length=64, blank=True)  # of the body an idempotency key came with
+    callback_url = models.URLField(max_length=2000, blank=True)
+    callback_attempts = models.JSONField(default=list, blank=True)
+    result = models.FileField(upload_to="jobs/", blank=True)
     cache_key = models.CharField(max_length=200, blank=True)  # set when the result was cached
     characters = models.PositiveIntegerField(default=0)  # billed characters, reserved at submission
     quota_period = models.DateField(null=True, blank=True)  # the month the reservation was taken in
@@ -48,6 +55,17 @@ class Job(models.Model):
     class Meta:
         ordering = ["-created_at"]
         indexes = [models.Index(fields=["organization", "-created_at"])]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["organization", "idempotency_key"],
+                condition=~models.Q(idempotency_key=""),
+                name="one_job_per_idempotency_key",
+            ),
+        ]
 
     def __str__(self) -> str:
         return f"job {self.id} ({self.status})"
+
+    @property
+    def is_final(self) -> bool:
+        return self.status in self.FINAL

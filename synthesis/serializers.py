@@ -45,6 +45,8 @@ class SpeechRequestSerializer(serializers.Serializer):
     top_k = serializers.IntegerField(required=False, default=20, min_value=1, max_value=100)
     refine_text = serializers.BooleanField(required=False, default=False)
     refine_prompt = StrictCharField(required=False, default="", allow_blank=True)
+    # "audio": the audio bytes, streamed as generated; "sse": OpenAI's speech.audio.delta events.
+    stream_format = serializers.ChoiceField(choices=["audio", "sse"], required=False, default="audio")
 
     def validate_model(self, value: str) -> str:
         if value and value not in model_names():
@@ -84,3 +86,44 @@ class SpeechRequestSerializer(serializers.Serializer):
                 "refine_prompt takes ChatTTS refinement tags only, e.g. '[oral_2][laugh_0][break_4]'."
             )
         return value
+
+
+class JobRequestSerializer(SpeechRequestSerializer):
+    callback_url = serializers.URLField(required=False, default="", allow_blank=True, max_length=2000)
+
+    def validate_callback_url(self, value: str) -> str:
+        from .callbacks import url_problem
+
+        problem = url_problem(value) if value else None
+        if problem:
+            raise serializers.ValidationError(problem)
+        return value
+
+
+class JobSerializer(serializers.Serializer):
+    id = serializers.UUIDField()
+    object = serializers.SerializerMethodField()
+    status = serializers.CharField()
+    progress = serializers.FloatField()
+    model = serializers.CharField()
+    voice = serializers.CharField()
+    response_format = serializers.CharField()
+    characters = serializers.IntegerField()
+    audio_seconds = serializers.FloatField()
+    created_at = serializers.DateTimeField()
+    started_at = serializers.DateTimeField()
+    finished_at = serializers.DateTimeField()
+    error = serializers.SerializerMethodField()
+    callback_url = serializers.CharField()
+    callback_attempts = serializers.JSONField()
+    urls = serializers.SerializerMethodField()
+
+    def get_object(self, job) -> str:
+        return "job"
+
+    def get_error(self, job) -> dict | None:
+        return {"code": job.error_code, "message": job.error_message} if job.error_code else None
+
+    def get_urls(self, job) -> dict:
+        base = f"/v1/jobs/{job.id}"
+        return {"self": base, "audio": f"{base}/audio", "stream": f"{base}/stream", "cancel": f"{base}/cancel"}

@@ -54,3 +54,20 @@ async def read(job_id, after: str = "0-0", block_ms: int = 1000) -> AsyncIterato
             last = entry_id.decode()
             fields = {k.decode(): v for k, v in raw.items()}
             yield Event(id=last, type=fields.pop("type").decode(), fields=fields)
+
+
+def cancel_key(job_id) -> str:
+    return f"tts:job:{job_id}:cancel"
+
+
+def request_cancel(job_id) -> None:
+    """Ask the worker running the job to stop; it checks between chunks."""
+    get_redis().set(cancel_key(job_id), "1", ex=settings.TTS_STREAM_TTL)
+
+
+async def arequest_cancel(job_id) -> None:
+    await get_async_redis().set(cancel_key(job_id), "1", ex=settings.TTS_STREAM_TTL)
+
+
+def cancel_requested(job_id) -> bool:
+    return bool(get_redis().exists(cancel_key(job_id)))

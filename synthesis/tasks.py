@@ -90,3 +90,23 @@ def reap_stale_jobs() -> dict[str, int]:
     from .actions import reap_stale_jobs as reap
 
     return reap()
+
+
+@shared_task(bind=True, name="synthesis.tasks.deliver_callback", max_retries=None, acks_late=True)
+def deliver_callback(self, job_id: str) -> bool:
+    from .callbacks import deliver
+
+    if deliver(job_id):
+        return True
+    attempt = self.request.retries + 1
+    if attempt >= settings.TTS_CALLBACK_MAX_ATTEMPTS:
+        logger.warning("callback given up after %d attempts", attempt, extra={"job_id": job_id})
+        return False
+    raise self.retry(countdown=settings.TTS_CALLBACK_BACKOFF_SECONDS * 2 ** (attempt - 1))
+
+
+@shared_task(name="synthesis.tasks.expire_old_jobs")
+def expire_old_jobs() -> int:
+    from .actions import expire_old_jobs as expire
+
+    return expire()

@@ -2,23 +2,32 @@
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
+import logging
 
-from asgiref.sync import sync_to_async
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from asgiref.sync import async_to_sync, sync_to_async
+from django.http import FileResponse, HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
 from django.views.decorators.csrf import csrf_exempt
-from django.views.decorators.http import require_POST
+from django.views.decorators.http import require_GET, require_POST
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
-from rest_framework.decorators import api_view
+from rest_framework import mixins, serializers, status
+from rest_framework.decorators import action, api_view
 from rest_framework.response import Response
 
+from accounts.tenancy import TenantScopedViewSet, scoped
 from billing.policy import aauthenticate_request
+from inference.text import SAMPLES_PER_TOKEN
 from inference.voices import VOICES
 from tts_saas.errors import ApiError, validation_error
 
-from . import actions, audio
-from .serializers import SpeechRequestSerializer
+from . import actions, audio, streams
+from .models import Job
+from .serializers import JobRequestSerializer, JobSerializer, SpeechRequestSerializer
+
+logger = logging.getLogger(__name__)
 
 
 def api_errors(view):
@@ -44,29 +53,125 @@ def parse_json(request: HttpRequest) -> dict:
     return body
 
 
+def _sse(event: dict) -> bytes:
+    return f"data: {json.dumps(event, separators=(',', ':'))}\n\n".encode()
+
+
+def _usage(characters: int, samples: int) -> dict:
+    tokens = samples // SAMPLES_PER_TOKEN
+    return {
+        "input_tokens": characters,
+        "output_tokens": tokens,
+        "total_tokens": characters + tokens,
+        "characters": characters,
+        "audio_seconds": round(samples / audio.SAMPLE_RATE, 3),
+    }
+
+
+async def audio_body(feed: actions.JobAudio, first: bytes, fmt: str, sse: bool):
+    """The response body of a live job: encoded chunks as they come (or SSE events). If the client
+    goes away, the job is asked to stop, so nobody's GPU time is spent on audio nobody hears."""
+    encoder = audio.StreamEncoder(fmt)
+    finished = False
+
+    def out(data: bytes) -> bytes:
+        return _sse({"type": "speech.audio.delta", "audio": base64.b64encode(data).decode()}) if sse else data
+
+    try:
+        data = encoder.feed(first)
+        if data:
+            yield out(data)
+        async for pcm in feed.chunks():
+            data = encoder.feed(pcm)
+            if data:
+                yield out(data)
+        data = encoder.finish()
+        if data:
+            yield out(data)
+        finished = True
+        if sse:
+            yield _sse({"type": "speech.audio.done", "usage": _usage(feed.characters, feed.samples)})
+    except ApiError as exc:  # the status line has gone: end the stream, say why in SSE and the log
+        logger.warning("stream ended by a job error: %s", exc.message, extra={"job_id": feed.job_id})
+        if sse:
+            yield _sse({"type": "error", "error": {"code": exc.code, "message": exc.message}})
+    finally:
+        if not finished:
+            await streams.arequest_cancel(feed.job_id)
+
+
+def audio_response(feed: actions.JobAudio, first: bytes, fmt: str, sse: bool) -> StreamingHttpResponse:
+    content_type = "text/event-stream" if sse else audio.CONTENT_TYPES[fmt]
+    response = StreamingHttpResponse(audio_body(feed, first, fmt, sse), content_type=content_type)
+    response["x-job-id"] = feed.job_id
+    response["Cache-Control"] = "no-cache"
+    return response
+
+
+async def first_chunk(feed: actions.JobAudio) -> bytes:
+    """Wait for the job's first audio, so that errors before it still get their own status code."""
+    chunks = actions.JobAudio(feed.job_id, queue_timeout=feed.queue_timeout).chunks()
+    try:
+        first = await anext(chunks)
+    except StopAsyncIteration:
+        return b""
+    finally:
+        await chunks.aclose()
+    return first
+
+
 @csrf_exempt
 @require_POST
 @api_errors
 async def speech(request: HttpRequest) -> HttpResponse:
-    """POST /v1/audio/speech — OpenAI-compatible: returns the audio bytes."""
+    """POST /v1/audio/speech — OpenAI-compatible. A cache hit returns the whole file; otherwise
+    the audio streams out as the worker generates it."""
     principal, limits = await aauthenticate_request(request)
     serializer = SpeechRequestSerializer(data=parse_json(request))
     if not serializer.is_valid():
         raise validation_error(serializer.errors)
     data = serializer.validated_data
+    fmt, sse = data["response_format"], data["stream_format"] == "sse"
     result = await actions.speak(principal, limits, data, request.request_id)
-    fmt = data["response_format"]
-    if fmt in ("pcm", "wav"):  # no codec work: stay on the event loop
-        body = audio.encode(result.pcm16, fmt)
+    if isinstance(result, actions.SpeechResult):
+        if fmt in ("pcm", "wav"):  # no codec work: stay on the event loop
+            body = audio.encode(result.pcm16, fmt)
+        else:
+            body = await sync_to_async(audio.encode, thread_sensitive=False)(result.pcm16, fmt)
+        if sse:
+            events = _sse({"type": "speech.audio.delta", "audio": base64.b64encode(body).decode()})
+            usage = _usage(len(data["input"]), len(result.pcm16) // 2)
+            response = HttpResponse(
+                events + _sse({"type": "speech.audio.done", "usage": usage}), content_type="text/event-stream"
+            )
+        else:
+            response = HttpResponse(body, content_type=audio.CONTENT_TYPES[fmt])
+        response["x-audio-duration"] = f"{len(result.pcm16) / 2 / audio.SAMPLE_RATE:.3f}"
+        response["x-cache"] = "hit"
     else:
-        body = await sync_to_async(audio.encode, thread_sensitive=False)(result.pcm16, fmt)
-    response = HttpResponse(body, content_type=audio.CONTENT_TYPES[fmt])
-    response["x-cache"] = "hit" if result.cache_hit else "miss"
+        await first_chunk(result)
+        response = audio_response(result, b"", fmt, sse)  # replays the stream from its start
+        response["x-cache"] = "miss"
     response["x-seed"] = str(result.seed)
-    response["x-audio-duration"] = f"{len(result.pcm16) / 2 / audio.SAMPLE_RATE:.3f}"
-    if result.job_id:
-        response["x-job-id"] = result.job_id
     return response
+
+
+@require_GET
+@api_errors
+async def job_stream(request: HttpRequest, job_id) -> HttpResponse:
+    """GET /v1/jobs/{id}/stream?format=pcm|wav|mp3|... — follow a job's audio from its start, live
+    or after the fact (while its stream is kept, TTS_STREAM_TTL)."""
+    principal, _ = await aauthenticate_request(request)
+    job = await scoped(Job, principal.organization).filter(pk=job_id).afirst()
+    if job is None:
+        raise ApiError(404, f"No job {job_id}.", "not_found")
+    fmt = request.GET.get("format", "pcm")
+    if fmt not in audio.FORMATS:
+        raise ApiError(
+            400, f"Unsupported format '{fmt}'. Valid formats: {', '.join(audio.FORMATS)}.", "invalid_value", "format"
+        )
+    feed = actions.JobAudio(job.id, characters=job.characters, queue_timeout=3600)
+    return audio_response(feed, b"", fmt, request.GET.get("stream_format") == "sse")
 
 
 @extend_schema(responses=OpenApiTypes.OBJECT)
@@ -75,6 +180,87 @@ def voices(request) -> Response:
     """GET /v1/voices — the built-in voices."""
     data = [{"voice_id": v.name, "name": v.name, "description": v.description} for v in VOICES.values()]
     return Response({"object": "list", "data": data})
+
+
+class JobListQuery(serializers.Serializer):
+    status = serializers.ChoiceField(choices=Job.Status.choices, required=False)
+    limit = serializers.IntegerField(min_value=1, max_value=100, default=20)
+    offset = serializers.IntegerField(min_value=0, default=0)
+
+
+class JobViewSet(mixins.RetrieveModelMixin, TenantScopedViewSet):
+    """Asynchronous jobs: submit, look up, list, fetch the audio, cancel."""
+
+    model = Job
+    serializer_class = JobSerializer
+    lookup_url_kwarg = "job_id"
+
+    def create(self, request):
+        incoming = JobRequestSerializer(data=request.data)
+        if not incoming.is_valid():
+            raise validation_error(incoming.errors)
+        data = dict(incoming.validated_data)
+        callback_url = data.pop("callback_url")
+        key = request.headers.get("Idempotency-Key", "")[:255]
+        digest = hashlib.sha256(json.dumps(request.data, sort_keys=True, default=str).encode()).hexdigest()
+        principal, limits = request.user, async_to_sync(_limits)(request.user)
+        actions.check_plan(limits, data)
+        plan = actions.plan_speech(data)
+        job = async_to_sync(actions.admit)(
+            principal,
+            limits,
+            plan,
+            request._request.request_id,
+            interactive=False,
+            callback_url=callback_url,
+            idempotency_key=key,
+            request_hash=digest,
+        )
+        response = Response(JobSerializer(job).data, status=status.HTTP_202_ACCEPTED)
+        if job.request_id != request._request.request_id:
+            response["Idempotent-Replayed"] = "true"
+        return response
+
+    def list(self, request):
+        query = JobListQuery(data=request.query_params)
+        if not query.is_valid():
+            raise validation_error(query.errors)
+        jobs = self.get_queryset()
+        if "status" in query.validated_data:
+            jobs = jobs.filter(status=query.validated_data["status"])
+        limit, offset = query.validated_data["limit"], query.validated_data["offset"]
+        page = list(jobs.order_by("-created_at")[offset : offset + limit + 1])
+        return Response(
+            {
+                "object": "list",
+                "data": JobSerializer(page[:limit], many=True).data,
+                "has_more": len(page) > limit,
+            }
+        )
+
+    @action(detail=True, methods=["get"])
+    def audio(self, request, job_id=None):
+        job = self.get_object()
+        if job.status != Job.Status.SUCCEEDED:
+            raise ApiError(409, f"The job is {job.status}; its audio exists once it has succeeded.", "job_not_ready")
+        if not job.result:
+            raise ApiError(404, "This job's audio is not stored (interactive jobs are not kept).", "no_result")
+        return FileResponse(
+            job.result.open("rb"),
+            content_type=audio.CONTENT_TYPES[job.response_format],
+            filename=f"{job.id}.{job.response_format}",
+        )
+
+    @action(detail=True, methods=["post"])
+    def cancel(self, request, job_id=None):
+        job = actions.cancel(self.get_object())
+        return Response(JobSerializer(job).data, status=status.HTTP_202_ACCEPTED)
+
+
+async def _limits(principal):
+    from billing.limits import limits_for
+
+    return await sync_to_async(limits_for, thread_sensitive=False)(principal.organization)
 
 
 def health(request: HttpRequest) -> JsonResponse:

@@ -16,13 +16,15 @@ from synthesis.models import Job
 pytestmark = pytest.mark.django_db(transaction=True)
 
 # Upper bound on the audio the service may return for an input: every segment's token budget,
-# plus the pauses between segments.
+# plus the pauses between segments and the 10 ms glide to silence that ends a streamed segment.
 PAUSE_SECONDS = 0.12
+GLIDE_SECONDS = 0.01
 
 
 def max_seconds(text: str) -> float:
     prepared = prepare(text)
-    return prepared.max_audio_seconds + PAUSE_SECONDS * (len(prepared.segments) - 1)
+    n = len(prepared.segments)
+    return prepared.max_audio_seconds + PAUSE_SECONDS * (n - 1) + GLIDE_SECONDS * n
 
 
 def post(live_stack, key, **body):
@@ -55,13 +57,17 @@ def test_it_returns_decodable_audio_in_each_format(live_stack, owner, fmt, conte
     assert response.status_code == 200, response.text
     assert response.headers["content-type"] == content_type
     assert response.headers["x-request-id"]
+    assert response.headers["x-cache"] == "miss"  # streamed as generated: no length known up front
     rate, seconds, decoded_codec = decode(response.content)
     assert decoded_codec.startswith(codec)
     # Opus always decodes at 48 kHz (the format's design); the others keep ChatTTS's 24 kHz.
     assert rate == (48000 if fmt == "opus" else SAMPLE_RATE)
-    expected = float(response.headers["x-audio-duration"])
-    assert 0.2 < expected <= max_seconds(text) + 1e-3
-    assert seconds == pytest.approx(expected, abs=0.2)  # codec padding and frame rounding
+    assert 0.2 < seconds <= max_seconds(text) + 0.1  # codec padding and frame rounding
+    exact = post(live_stack, owner.key, input=text, response_format="pcm", seed=11)
+    assert seconds == pytest.approx(len(exact.content) / 2 / SAMPLE_RATE, abs=0.1)
+    hit = post(live_stack, owner.key, input=text, response_format=fmt, seed=11)
+    assert hit.headers["x-cache"] == "hit"
+    assert decode(hit.content)[1] == pytest.approx(float(hit.headers["x-audio-duration"]), abs=0.1)
 
 
 def test_pcm_is_raw_16_bit_mono_whose_length_matches_the_duration(live_stack, owner):
@@ -73,13 +79,14 @@ def test_pcm_is_raw_16_bit_mono_whose_length_matches_the_duration(live_stack, ow
     assert not pcm.content.startswith(b"RIFF")
     assert len(pcm.content) % 2 == 0
     seconds = len(pcm.content) / 2 / SAMPLE_RATE
-    assert seconds == pytest.approx(float(pcm.headers["x-audio-duration"]), abs=1e-3)
     assert 0.2 < seconds <= max_seconds(text)
+    assert wav.headers["x-cache"] == "hit"  # the pcm request cached the audio
+    assert float(wav.headers["x-audio-duration"]) == pytest.approx(seconds, abs=1e-3)
     assert wav.content[:4] == b"RIFF" and wav.content[44:] == pcm.content
 
 
 def test_same_voice_seed_and_text_give_identical_audio_the_second_time_from_cache(live_stack, owner):
-    body = {"input": "Cache me if you can, 42 times.", "voice": "nova", "seed": 1234, "response_format": "wav"}
+    body = {"input": "Cache me if you can, 42 times.", "voice": "nova", "seed": 1234, "response_format": "pcm"}
     first = post(live_stack, owner.key, **body)
     second = post(live_stack, owner.key, **body)
     assert first.status_code == second.status_code == 200

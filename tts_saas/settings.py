@@ -139,6 +139,7 @@ CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_BEAT_SCHEDULE = {
     "reap-stale-jobs": {"task": "synthesis.tasks.reap_stale_jobs", "schedule": 60.0, "options": {"queue": "default"}},
+    "expire-old-jobs": {"task": "synthesis.tasks.expire_old_jobs", "schedule": 3600.0, "options": {"queue": "default"}},
 }
 
 # Synthesis service.
@@ -156,6 +157,18 @@ TTS_CACHE_TTL = envint("TTS_CACHE_TTL", 7 * 24 * 3600)
 TTS_CACHE_MAX_BYTES = envint("TTS_CACHE_MAX_BYTES", 512 * 1024 * 1024)
 TTS_CACHE_MAX_ENTRY_BYTES = envint("TTS_CACHE_MAX_ENTRY_BYTES", 16 * 1024 * 1024)
 TTS_WARMUP = envbool("TTS_WARMUP", True)
+TTS_STREAM_CHUNK_SECONDS = envfloat("TTS_STREAM_CHUNK_SECONDS", 0.5)  # audio per streamed chunk
+TTS_JOB_QUEUE_TIMEOUT = envfloat("TTS_JOB_QUEUE_TIMEOUT", 3600)  # async jobs may wait this long for a worker
+TTS_JOB_RETENTION_HOURS = envint("TTS_JOB_RETENTION_HOURS", 24 * 7)  # results and rows, then deleted
+TTS_CALLBACK_MAX_ATTEMPTS = envint("TTS_CALLBACK_MAX_ATTEMPTS", 6)
+TTS_CALLBACK_BACKOFF_SECONDS = envfloat("TTS_CALLBACK_BACKOFF_SECONDS", 10)  # doubles each retry
+TTS_CALLBACK_ALLOW_PRIVATE = envbool("TTS_CALLBACK_ALLOW_PRIVATE", False)  # loopback/private targets (tests)
+TTS_WS_BUFFER_BYTES = envint("TTS_WS_BUFFER_BYTES", 4 * 1024 * 1024)  # per WebSocket, then close
+MEDIA_ROOT = Path(envstr("MEDIA_ROOT", str(VAR_DIR / "media")))
+STORAGES = {
+    "default": {"BACKEND": envstr("TTS_STORAGE_BACKEND", "django.core.files.storage.FileSystemStorage")},
+    "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
+}
 TTS_BENCH_FIXED_LENGTH = envbool("TTS_BENCH_FIXED_LENGTH", False)  # benchmarks: generate to the budget
 
 VAR_DIR.mkdir(parents=True, exist_ok=True)
