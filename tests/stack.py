@@ -42,6 +42,8 @@ def stack_env(redis_url: str, **extra: str) -> dict[str, str]:
         CELERY_BROKER_URL=redis_url,
         TTS_MODEL_DIR=os.environ["TTS_TEST_CHECKPOINT"],
         TTS_QUEUE_TIMEOUT="20",
+        TTS_CALLBACK_ALLOW_PRIVATE="1",  # the tests' callback receiver listens on loopback
+        TTS_CALLBACK_BACKOFF_SECONDS="0.5",
         PYTHONUNBUFFERED="1",
         TTS_PRELOAD_TEXT="1",
     )
@@ -107,7 +109,7 @@ def start_web(env: dict[str, str], log_dir: Path) -> tuple[Proc, str]:
     raise RuntimeError(f"web server did not start:\n{proc.output()[-3000:]}")
 
 
-def start_worker(env: dict[str, str], log_dir: Path, name: str) -> Proc:
+def start_worker(env: dict[str, str], log_dir: Path, name: str, queue: str = "tts") -> Proc:
     return Proc(
         [
             str(BIN / "celery"),
@@ -115,7 +117,7 @@ def start_worker(env: dict[str, str], log_dir: Path, name: str) -> Proc:
             "tts_saas",
             "worker",
             "-Q",
-            "tts",
+            queue,
             "-c",
             "1",
             "-n",

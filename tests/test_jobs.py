@@ -1,0 +1,179 @@
+"""Asynchronous jobs: 202 at once, status, stored audio, late readers, cancel with refund,
+idempotency, signed callbacks with retries, tenant isolation."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from billing.models import QuotaPeriod, UsageEvent
+from inference.text import SAMPLE_RATE
+from synthesis import callbacks
+from synthesis.models import Job
+from tests.conftest import make_persona
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+LONG = " ".join(f"Paragraph sentence number {i} goes on for a little while longer." for i in range(40))
+
+
+def wait_for(client, job_id: str, statuses: set[str], timeout: float = 120) -> dict:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        job = client.get(f"/jobs/{job_id}").json()
+        if job["status"] in statuses:
+            return job
+        time.sleep(0.1)
+    raise AssertionError(f"job {job_id} still {job['status']}")
+
+
+def test_a_job_is_accepted_at_once_and_its_audio_is_stored(live_stack, owner):
+    with live_stack.client(owner.key) as client:
+        started = time.monotonic()
+        created = client.post("/jobs", json={"input": "An article, read later.", "response_format": "pcm", "seed": 4})
+        assert created.status_code == 202, created.text
+        assert time.monotonic() - started < 2
+        job = created.json()
+        assert job["status"] in ("queued", "running") and job["urls"]["audio"] == f"/v1/jobs/{job['id']}/audio"
+        done = wait_for(client, job["id"], {"succeeded", "failed"})
+        assert done["status"] == "succeeded" and done["progress"] == 1.0
+        audio = client.get(f"/jobs/{job['id']}/audio")
+        assert audio.status_code == 200 and audio.headers["content-type"] == "audio/pcm"
+        assert done["audio_seconds"] == pytest.approx(len(audio.content) / 2 / SAMPLE_RATE, abs=1e-3)
+        listed = client.get("/jobs", params={"status": "succeeded"}).json()
+        assert [j["id"] for j in listed["data"]] == [job["id"]] and listed["has_more"] is False
+    assert UsageEvent.objects.get(job_id=job["id"]).characters == len("An article, read later.")
+
+
+def test_a_reader_attaching_after_the_end_still_gets_every_chunk_in_order(live_stack, owner):
+    text = "First sentence here. Second sentence there. Third one to end."
+    with live_stack.client(owner.key) as client:
+        job = client.post("/jobs", json={"input": text, "response_format": "pcm", "seed": 8}).json()
+        wait_for(client, job["id"], {"succeeded"})
+        stored = client.get(f"/jobs/{job['id']}/audio").content
+        replay = client.get(f"/jobs/{job['id']}/stream", params={"format": "pcm"})
+        again = client.get(f"/jobs/{job['id']}/stream", params={"format": "pcm"})
+    assert replay.status_code == 200
+    assert replay.content == stored == again.content  # every chunk, in order, any number of times
+
+
+def test_audio_of_an_unfinished_job_is_409(live_stack):
+    org = make_persona("Slow Reader", max_input_chars=4096, monthly_characters=100_000, requests_per_minute=6000)
+    with live_stack.client(org.key) as client:
+        job = client.post("/jobs", json={"input": LONG, "response_format": "pcm"}).json()
+        response = client.get(f"/jobs/{job['id']}/audio")
+        client.post(f"/jobs/{job['id']}/cancel")
+    assert response.status_code == 409
+    assert response.json()["error"]["code"] == "job_not_ready"
+
+
+def test_cancel_mid_generation_stops_the_worker_and_refunds_the_unused_part(live_stack):
+    org = make_persona("Canceller", max_input_chars=4096, monthly_characters=100_000, requests_per_minute=6000)
+    with live_stack.client(org.key) as client:
+        job = client.post("/jobs", json={"input": LONG, "response_format": "pcm"}).json()
+        running = wait_for(client, job["id"], {"running", "succeeded", "failed"})
+        assert running["status"] == "running"
+        time.sleep(0.5)
+        cancelled = client.post(f"/jobs/{job['id']}/cancel")
+        assert cancelled.status_code == 202
+        final = wait_for(client, job["id"], {"cancelled", "succeeded", "failed"}, timeout=60)
+    assert final["status"] == "cancelled"
+    assert final["progress"] < 1.0
+    event = UsageEvent.objects.get(job_id=job["id"])
+    assert event.status == "cancelled" and event.characters < len(LONG)  # only the segments done
+    quota = QuotaPeriod.objects.get(organization=org.org)
+    assert (quota.used, quota.reserved) == (event.characters, 0)
+
+
+def test_cancelling_a_finished_job_changes_nothing(live_stack, owner):
+    with live_stack.client(owner.key) as client:
+        job = client.post("/jobs", json={"input": "Done already.", "seed": 1}).json()
+        wait_for(client, job["id"], {"succeeded"})
+        assert client.post(f"/jobs/{job['id']}/cancel").json()["status"] == "succeeded"
+
+
+def test_an_idempotency_key_returns_the_same_job_and_bills_once(live_stack, owner):
+    body = {"input": "Exactly once, please.", "seed": 2}
+    headers = {"Idempotency-Key": "order-42"}
+    with live_stack.client(owner.key) as client:
+        first = client.post("/jobs", json=body, headers=headers)
+        second = client.post("/jobs", json=body, headers=headers)
+        other = client.post("/jobs", json={**body, "input": "Something else."}, headers=headers)
+        wait_for(client, first.json()["id"], {"succeeded"})
+    assert first.json()["id"] == second.json()["id"]
+    assert second.headers["idempotent-replayed"] == "true"
+    assert other.status_code == 409 and other.json()["error"]["code"] == "idempotency_key_reused"
+    assert Job.objects.filter(organization=owner.org).count() == 1
+    assert QuotaPeriod.objects.get(organization=owner.org).used == len(body["input"])
+
+
+class Receiver:
+    """A local callback receiver that fails its first `failures` deliveries with 500."""
+
+    def __init__(self, failures: int):
+        self.deliveries: list[tuple[dict, bytes]] = []
+        receiver = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self):
+                body = self.rfile.read(int(self.headers["Content-Length"]))
+                receiver.deliveries.append((dict(self.headers), body))
+                self.send_response(500 if len(receiver.deliveries) <= failures else 200)
+                self.end_headers()
+
+            def log_message(self, *args):
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/hook"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def wait(self, count: int, timeout: float = 60) -> None:
+        deadline = time.monotonic() + timeout
+        while len(self.deliveries) < count and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert len(self.deliveries) >= count, f"{len(self.deliveries)} deliveries"
+
+
+def test_a_signed_callback_arrives_and_a_failing_receiver_is_retried(live_stack, owner):
+    receiver = Receiver(failures=1)
+    try:
+        with live_stack.client(owner.key) as client:
+            job = client.post("/jobs", json={"input": "Call me back.", "seed": 3, "callback_url": receiver.url}).json()
+            receiver.wait(2)
+            time.sleep(0.3)
+            attempts = client.get(f"/jobs/{job['id']}").json()["callback_attempts"]
+    finally:
+        receiver.server.shutdown()
+    secret = type(owner.org).objects.get(pk=owner.org.pk).webhook_secret
+    for headers, body in receiver.deliveries:
+        assert callbacks.verify(secret, headers["X-TTS-Signature"], body)
+        assert not callbacks.verify(secret, headers["X-TTS-Signature"], body + b" ")
+        assert json.loads(body)["job"] == {**json.loads(body)["job"], "id": job["id"], "status": "succeeded"}
+    assert [a["status"] for a in attempts] == [500, 200]
+
+
+def test_a_callback_url_to_a_private_address_is_refused_by_default(settings):
+    settings.TTS_CALLBACK_ALLOW_PRIVATE = False
+    assert callbacks.url_problem("http://127.0.0.1:9/hook")
+    assert callbacks.url_problem("ftp://example.com/x")
+
+
+def test_an_outsider_gets_404_for_every_job_endpoint(live_stack, owner, outsider):
+    with live_stack.client(owner.key) as client:
+        job = client.post("/jobs", json={"input": "Mine.", "seed": 5}).json()
+        wait_for(client, job["id"], {"succeeded"})
+    with live_stack.client(outsider.key) as client:
+        for response in (
+            client.get(f"/jobs/{job['id']}"),
+            client.get(f"/jobs/{job['id']}/audio"),
+            client.get(f"/jobs/{job['id']}/stream"),
+            client.post(f"/jobs/{job['id']}/cancel"),
+        ):
+            assert response.status_code == 404
+            assert response.json()["error"]["type"] == "not_found_error"
+        assert client.get("/jobs").json()["data"] == []
