@@ -45,6 +45,11 @@ def authenticate_key(header: str | None) -> Principal:
     key = ApiKey.objects.select_related("organization").filter(prefix=prefix).first()
     if key is None or not key.matches(raw):
         raise invalid
+    return principal_for(key)
+
+
+def principal_for(key: ApiKey) -> Principal:
+    """The caller behind a key already identified (by its secret, or by a WebSocket ticket)."""
     if not key.is_usable():
         raise ApiError(401, "This API key has been revoked or has expired.", "invalid_api_key")
     org = key.organization

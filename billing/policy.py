@@ -13,7 +13,11 @@ from .limits import Limits, limits_for
 
 
 def authenticate_request(request) -> tuple[Principal, Limits]:
-    principal = authenticate_key(request.headers.get("Authorization"))
+    return admit_request(request, authenticate_key(request.headers.get("Authorization")))
+
+
+def admit_request(request, principal: Principal) -> tuple[Principal, Limits]:
+    """Count one request of an authenticated caller against its rate limit (429 when over)."""
     limits = limits_for(principal.organization)
     ratelimit.enforce(request, principal.organization.pk, limits.requests_per_minute)
     return principal, limits

@@ -11,6 +11,7 @@ jobs = views.JobViewSet
 
 urlpatterns = [
     path("audio/speech", views.speech, name="speech"),
+    path("audio/stream/tickets", views.stream_ticket, name="stream-ticket"),
     path("voices", views.voices, name="voices"),
     path("jobs", jobs.as_view({"get": "list", "post": "create"}), name="jobs"),
     path("jobs/<uuid:job_id>", jobs.as_view({"get": "retrieve"}), name="job"),

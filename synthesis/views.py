@@ -23,7 +23,7 @@ from inference.text import SAMPLES_PER_TOKEN
 from inference.voices import VOICES
 from tts_saas.errors import ApiError, validation_error
 
-from . import actions, audio, streams
+from . import actions, audio, streams, tickets
 from .models import Job
 from .serializers import JobRequestSerializer, JobSerializer, SpeechRequestSerializer
 
@@ -180,6 +180,17 @@ def voices(request) -> Response:
     """GET /v1/voices — the built-in voices."""
     data = [{"voice_id": v.name, "name": v.name, "description": v.description} for v in VOICES.values()]
     return Response({"object": "list", "data": data})
+
+
+@extend_schema(request=None, responses=OpenApiTypes.OBJECT)
+@api_view(["POST"])
+def stream_ticket(request) -> Response:
+    """POST /v1/audio/stream/tickets — a single-use ticket for a browser WebSocket (60 s)."""
+    ticket = tickets.issue(request.auth)
+    return Response(
+        {"ticket": ticket, "expires_in": tickets.TICKET_SECONDS, "url": f"/v1/audio/stream?ticket={ticket}"},
+        status=status.HTTP_201_CREATED,
+    )
 
 
 class JobListQuery(serializers.Serializer):

@@ -1,4 +1,4 @@
-"""ASGI entry point (uvicorn or daphne). WebSocket routes join here with Channels."""
+"""ASGI entry point (uvicorn or daphne): HTTP through Django, WebSockets through Channels."""
 
 from __future__ import annotations
 
@@ -8,7 +8,13 @@ from django.core.asgi import get_asgi_application
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tts_saas.settings")
 
-application = get_asgi_application()
+django_application = get_asgi_application()  # sets Django up before the consumers are imported
+
+from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
+
+from synthesis.routing import websocket_urlpatterns  # noqa: E402
+
+application = ProtocolTypeRouter({"http": django_application, "websocket": URLRouter(websocket_urlpatterns)})
 
 
 def _preload_text_normalisers() -> None:

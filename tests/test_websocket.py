@@ -1,0 +1,162 @@
+"""WebSocket streaming (protocol tts.v1) against a real uvicorn server with a `websockets` client."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import httpx
+import pytest
+import websockets
+
+from inference.text import SAMPLE_RATE
+from tests.conftest import make_persona
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def ws_url(live_stack, query: str = "") -> str:
+    return live_stack.base_url.replace("http://", "ws://") + "/v1/audio/stream" + query
+
+
+async def collect(ws) -> tuple[dict, bytes, dict]:
+    """One utterance: its start message, the audio bytes, its end (or error) message."""
+    start, audio = None, b""
+    while True:
+        frame = await asyncio.wait_for(ws.recv(), 60)
+        if isinstance(frame, bytes):
+            assert start is not None, "audio before start"
+            audio += frame
+            continue
+        message = json.loads(frame)
+        if message["type"] == "start":
+            start = message
+        elif message["type"] in ("end", "error"):
+            return start, audio, message
+
+
+def run(coro):
+    return asyncio.run(coro)
+
+
+def test_two_utterances_on_one_connection(live_stack, owner):
+    async def go():
+        headers = {"Authorization": f"Bearer {owner.key}"}
+        async with websockets.connect(ws_url(live_stack), additional_headers=headers) as ws:
+            ready = json.loads(await ws.recv())
+            assert ready == {"type": "ready", "protocol": "tts.v1", "sample_rate": SAMPLE_RATE}
+            await ws.send(json.dumps({"type": "synthesize", "id": "a", "text": "First utterance here."}))
+            await ws.send(json.dumps({"type": "synthesize", "id": "b", "text": "And a second one.", "seed": 3}))
+            return [await collect(ws), await collect(ws)]
+
+    for (start, audio, end), (uid, text) in zip(
+        run(go()), [("a", "First utterance here."), ("b", "And a second one.")], strict=True
+    ):
+        assert start["id"] == end["id"] == uid and start["format"] == "pcm"
+        assert end["type"] == "end" and end["characters"] == len(text)
+        assert len(audio) % 2 == 0 and len(audio) > 0
+        assert end["audio_seconds"] == pytest.approx(len(audio) / 2 / SAMPLE_RATE, abs=1e-3)
+
+
+def test_a_browser_ticket_works_once(live_stack, owner):
+    ticket = httpx.post(
+        f"{live_stack.base_url}/v1/audio/stream/tickets", headers={"Authorization": f"Bearer {owner.key}"}
+    ).json()["ticket"]
+
+    async def go():
+        async with websockets.connect(ws_url(live_stack, f"?ticket={ticket}")) as ws:
+            assert json.loads(await ws.recv())["type"] == "ready"
+            await ws.send(json.dumps({"type": "synthesize", "id": "t", "text": "Via ticket.", "format": "mp3"}))
+            start, audio, end = await collect(ws)
+            assert end["type"] == "end" and start["format"] == "mp3" and audio[:3] in (b"ID3", b"\xff\xf3", b"\xff\xfb")
+        with pytest.raises(websockets.InvalidStatus):  # spent
+            async with websockets.connect(ws_url(live_stack, f"?ticket={ticket}")):
+                pass
+
+    run(go())
+
+
+@pytest.mark.parametrize("headers", [{}, {"Authorization": "Bearer tts_nope_nope"}])
+def test_an_unauthenticated_connection_is_refused(live_stack, headers):
+    async def go():
+        with pytest.raises(websockets.InvalidStatus) as info:
+            async with websockets.connect(ws_url(live_stack, "?ticket=wst_forged"), additional_headers=headers):
+                pass
+        assert info.value.response.status_code == 403
+
+    run(go())
+
+
+def test_bad_messages_get_errors_and_the_connection_survives(live_stack, owner):
+    async def go():
+        headers = {"Authorization": f"Bearer {owner.key}"}
+        async with websockets.connect(ws_url(live_stack), additional_headers=headers) as ws:
+            await ws.recv()
+            codes = []
+            for bad in [
+                "not json",
+                json.dumps([1]),
+                json.dumps({"type": "dance"}),
+                json.dumps({"type": "synthesize", "id": "x"}),
+                json.dumps({"type": "synthesize", "id": "y", "text": "a" * 5000}),
+                json.dumps({"type": "synthesize", "id": "z", "text": "hi", "voice": "nobody"}),
+                json.dumps({"type": "synthesize", "text": "b" * 70000}),
+            ]:
+                await ws.send(bad)
+                message = json.loads(await asyncio.wait_for(ws.recv(), 10))
+                assert message["type"] == "error"
+                codes.append(message["code"])
+            await ws.send(b"\x00\x01")
+            codes.append(json.loads(await ws.recv())["code"])
+            await ws.send(json.dumps({"type": "synthesize", "id": "ok", "text": "Still here."}))
+            _, audio, end = await collect(ws)
+            return codes, audio, end
+
+    codes, audio, end = run(go())
+    assert codes == [
+        "invalid_json",
+        "invalid_json",
+        "unknown_type",
+        "required",
+        "string_above_max_length",
+        "invalid_value",
+        "message_too_large",
+        "unexpected_binary",
+    ]
+    assert end["type"] == "end" and len(audio) > 0
+
+
+def test_quota_applies_per_utterance(live_stack):
+    org = make_persona("Tiny Quota", monthly_characters=12, requests_per_minute=1000)
+
+    async def go():
+        headers = {"Authorization": f"Bearer {org.key}"}
+        async with websockets.connect(ws_url(live_stack), additional_headers=headers) as ws:
+            await ws.recv()
+            await ws.send(json.dumps({"type": "synthesize", "id": "1", "text": "Ten chars."}))
+            await ws.send(json.dumps({"type": "synthesize", "id": "2", "text": "Ten chars."}))
+            return await collect(ws), await collect(ws)
+
+    (_, _, first), (_, _, second) = run(go())
+    assert first["type"] == "end"
+    assert second == {**second, "type": "error", "id": "2", "code": "quota_exceeded"}
+
+
+def test_cancel_stops_the_utterance(live_stack):
+    org = make_persona("WS Cancel", max_input_chars=4096, monthly_characters=100_000, requests_per_minute=1000)
+    text = " ".join(f"Sentence {i} of a long reading that takes a while." for i in range(30))
+
+    async def go():
+        headers = {"Authorization": f"Bearer {org.key}"}
+        async with websockets.connect(ws_url(live_stack), additional_headers=headers) as ws:
+            await ws.recv()
+            await ws.send(json.dumps({"type": "synthesize", "id": "long", "text": text}))
+            while not isinstance(await ws.recv(), bytes):  # wait for audio to flow
+                pass
+            await ws.send(json.dumps({"type": "cancel", "id": "long"}))
+            while True:
+                frame = await asyncio.wait_for(ws.recv(), 60)
+                if isinstance(frame, str):
+                    return json.loads(frame)
+
+    assert run(go()) == {"type": "end", "id": "long", "cancelled": True}
