@@ -93,6 +93,21 @@ class Stack:
             ).fetchone()
         return (datetime.fromisoformat(finished) - datetime.fromisoformat(started)).total_seconds()
 
+    def wait_idle(self, timeout: float = 120) -> None:
+        """Until no job is queued or running (so that the next measurement has the CPU alone)."""
+        import sqlite3
+
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            with sqlite3.connect(self.tmp / "bench.sqlite3") as db:
+                (busy,) = db.execute(
+                    "SELECT count(*) FROM synthesis_job WHERE status IN ('queued', 'running')"
+                ).fetchone()
+            if not busy:
+                return
+            time.sleep(0.1)
+        raise RuntimeError("jobs still running")
+
     def close(self) -> None:
         self.web.stop()
         self.worker.stop()

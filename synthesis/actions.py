@@ -349,17 +349,37 @@ async def admit(
     return job
 
 
-async def speak(principal: Principal, limits: Limits, data: dict, request_id: str) -> SpeechResult | JobAudio:
-    """A speech request: the whole audio at once from the cache, or a live feed of the job."""
+async def speak(
+    principal: Principal, limits: Limits, data: dict, request_id: str, idempotency_key: str = ""
+) -> SpeechResult | JobAudio:
+    """A speech request: the whole audio at once from the cache, or a live feed of the job.
+    With an Idempotency-Key the request always runs as a job (so that a retry replays that job's
+    audio, billed once), never from the cache."""
     started = time.monotonic()
     check_plan(limits, data)
     plan = await in_thread(plan_speech)(data)
-    pcm = await lookup_cache(principal.organization.pk, plan)
-    if pcm is not None:  # no synthesis: no concurrency slot, charged and logged in one transaction
-        await in_thread(record_cache_hit)(principal, limits, plan, request_id, started, len(pcm) / 2 / SAMPLE_RATE)
-        return SpeechResult(pcm, True, plan.params.seed, None)
-    job = await admit(principal, limits, plan, request_id)
-    return JobAudio(job.id, seed=plan.params.seed, characters=plan.characters)
+    if not idempotency_key:
+        pcm = await lookup_cache(principal.organization.pk, plan)
+        if pcm is not None:  # no synthesis: no concurrency slot, charged and logged in one transaction
+            seconds = len(pcm) / 2 / SAMPLE_RATE
+            await in_thread(record_cache_hit)(principal, limits, plan, request_id, started, seconds)
+            return SpeechResult(pcm, True, plan.params.seed, None)
+    job = await admit(
+        principal,
+        limits,
+        plan,
+        request_id,
+        idempotency_key=idempotency_key,
+        request_hash=request_digest(data) if idempotency_key else "",
+    )
+    return JobAudio(job.id, seed=job.params["seed"], characters=plan.characters)
+
+
+def request_digest(data: dict) -> str:
+    import hashlib
+    import json
+
+    return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()
 
 
 class JobAudio:

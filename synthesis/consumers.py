@@ -148,11 +148,15 @@ class SpeechStreamConsumer(AsyncWebsocketConsumer):
         kind, utterance = message.get("type"), message.get("id")
         if kind == "synthesize":
             return self._enqueue(message)
+        if kind == "follow":
+            return self._follow(message)
         if kind == "cancel":
             return await self._cancel(utterance)
         if kind == "close":
             return await self.close(code=1000)
-        self._error("unknown_type", f"Unknown message type {kind!r}; use synthesize, cancel or close.", utterance)
+        self._error(
+            "unknown_type", f"Unknown message type {kind!r}; use synthesize, follow, cancel or close.", utterance
+        )
 
     def _enqueue(self, message: dict) -> None:
         utterance = str(message.get("id") or f"u{self.pending.qsize() + 1}")
@@ -170,6 +174,12 @@ class SpeechStreamConsumer(AsyncWebsocketConsumer):
         if self.pending.qsize() >= MAX_PENDING:
             return self._error("too_many_pending", f"At most {MAX_PENDING} utterances may wait.", utterance)
         self.pending.put_nowait((utterance, dict(serializer.validated_data)))
+
+    def _follow(self, message: dict) -> None:
+        utterance, fmt = str(message.get("id") or "follow"), message.get("format", "pcm")
+        if fmt not in audio.FORMATS:
+            return self._error("invalid_value", f"format: use one of {', '.join(audio.FORMATS)}.", utterance)
+        self.pending.put_nowait((utterance, {"follow": str(message.get("job_id", "")), "response_format": fmt}))
 
     async def _cancel(self, utterance) -> None:
         if self.current and self.current["id"] == utterance and self.current.get("job_id"):
@@ -194,9 +204,47 @@ class SpeechStreamConsumer(AsyncWebsocketConsumer):
             finally:
                 self.current = None
 
+    async def _replay(self, utterance: str, job_id: str, fmt: str) -> None:
+        """Follow an existing job of this organization: its audio from the start, live or past."""
+        from accounts.tenancy import scoped
+
+        from .models import Job
+
+        try:
+            job = await scoped(Job, self.principal.organization).filter(pk=job_id).afirst()
+        except Exception:  # not a UUID
+            job = None
+        if job is None:
+            raise ApiError(404, f"No job {job_id}.", "not_found")
+        feed = actions.JobAudio(job.id, characters=job.characters, queue_timeout=settings.TTS_JOB_QUEUE_TIMEOUT)
+        self._emit(
+            {"type": "start", "id": utterance, "format": fmt, "job_id": str(job.id), "sample_rate": audio.SAMPLE_RATE}
+        )
+        await self._pipe(feed, fmt)
+        self._emit(
+            {
+                "type": "end",
+                "id": utterance,
+                "characters": job.characters,
+                "audio_seconds": round(feed.samples / audio.SAMPLE_RATE, 3),
+            }
+        )
+
+    async def _pipe(self, feed: actions.JobAudio, fmt: str) -> None:
+        encoder = audio.StreamEncoder(fmt)
+        async for pcm in feed.chunks():
+            frame = encoder.feed(pcm)
+            if frame:
+                self._emit(frame)
+        tail = encoder.finish()
+        if tail:
+            self._emit(tail)
+
     async def _speak(self, utterance: str, data: dict) -> None:
-        request_id = new_request_id()
         fmt = data["response_format"]
+        if "follow" in data:
+            return await self._replay(utterance, data["follow"], fmt)
+        request_id = new_request_id()
         _, limits = await sync_to_async(admit_request, thread_sensitive=False)(
             SimpleNamespace(method="WS"), self.principal
         )
@@ -229,14 +277,7 @@ class SpeechStreamConsumer(AsyncWebsocketConsumer):
                     "request_id": request_id,
                 }
             )
-            encoder = audio.StreamEncoder(fmt)
-            async for pcm in result.chunks():
-                frame = encoder.feed(pcm)
-                if frame:
-                    self._emit(frame)
-            tail = encoder.finish()
-            if tail:
-                self._emit(tail)
+            await self._pipe(result, fmt)
             samples = result.samples
         self._emit(
             {

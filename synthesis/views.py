@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import base64
-import hashlib
 import json
 import logging
 
@@ -132,7 +131,8 @@ async def speech(request: HttpRequest) -> HttpResponse:
         raise validation_error(serializer.errors)
     data = serializer.validated_data
     fmt, sse = data["response_format"], data["stream_format"] == "sse"
-    result = await actions.speak(principal, limits, data, request.request_id)
+    key = request.headers.get("Idempotency-Key", "")[:255]
+    result = await actions.speak(principal, limits, data, request.request_id, idempotency_key=key)
     if isinstance(result, actions.SpeechResult):
         if fmt in ("pcm", "wav"):  # no codec work: stay on the event loop
             body = audio.encode(result.pcm16, fmt)
@@ -213,7 +213,7 @@ class JobViewSet(mixins.RetrieveModelMixin, TenantScopedViewSet):
         data = dict(incoming.validated_data)
         callback_url = data.pop("callback_url")
         key = request.headers.get("Idempotency-Key", "")[:255]
-        digest = hashlib.sha256(json.dumps(request.data, sort_keys=True, default=str).encode()).hexdigest()
+        digest = actions.request_digest({**data, "callback_url": callback_url})
         principal, limits = request.user, async_to_sync(_limits)(request.user)
         actions.check_plan(limits, data)
         plan = actions.plan_speech(data)

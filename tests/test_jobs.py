@@ -177,3 +177,54 @@ def test_an_outsider_gets_404_for_every_job_endpoint(live_stack, owner, outsider
             assert response.status_code == 404
             assert response.json()["error"]["type"] == "not_found_error"
         assert client.get("/jobs").json()["data"] == []
+
+
+def test_finished_jobs_and_their_audio_expire_after_the_retention_period(live_stack, owner, settings):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from synthesis.actions import expire_old_jobs
+
+    with live_stack.client(owner.key) as client:
+        job = client.post("/jobs", json={"input": "Short lived.", "seed": 6}).json()
+        wait_for(client, job["id"], {"succeeded"})
+    stored = Job.objects.get(pk=job["id"])
+    path = stored.result.path
+    assert expire_old_jobs() == 0  # still within retention
+    Job.objects.filter(pk=job["id"]).update(
+        finished_at=timezone.now() - timedelta(hours=settings.TTS_JOB_RETENTION_HOURS + 1)
+    )
+    assert expire_old_jobs() == 1
+    assert not Job.objects.filter(pk=job["id"]).exists()
+    import os
+
+    assert not os.path.exists(path)
+    assert UsageEvent.objects.filter(job_id=job["id"]).exists()  # the ledger is kept
+
+
+def test_a_websocket_can_follow_an_async_job(live_stack, owner):
+    import asyncio
+
+    import websockets
+
+    with live_stack.client(owner.key) as client:
+        job = client.post("/jobs", json={"input": "Follow me.", "response_format": "pcm", "seed": 12}).json()
+        wait_for(client, job["id"], {"succeeded"})
+        stored = client.get(f"/jobs/{job['id']}/audio").content
+
+    async def go():
+        url = live_stack.base_url.replace("http://", "ws://") + "/v1/audio/stream"
+        async with websockets.connect(url, additional_headers={"Authorization": f"Bearer {owner.key}"}) as ws:
+            await ws.recv()
+            await ws.send(json.dumps({"type": "follow", "id": "f", "job_id": job["id"]}))
+            audio = b""
+            while True:
+                frame = await asyncio.wait_for(ws.recv(), 30)
+                if isinstance(frame, bytes):
+                    audio += frame
+                elif json.loads(frame)["type"] in ("end", "error"):
+                    return audio, json.loads(frame)
+
+    audio, end = asyncio.run(go())
+    assert end["type"] == "end" and audio == stored

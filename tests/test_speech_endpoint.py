@@ -164,3 +164,53 @@ def test_the_openai_sdk_raises_its_own_errors(live_stack, owner):
         client.audio.speech.create(model="tts-1", voice="nobody", input="x")
     assert info.value.body["param"] == "voice"
     assert "alloy" in info.value.body["message"]
+
+
+def test_sse_sends_audio_deltas_then_done_with_usage(live_stack, owner):
+    import base64
+    import json
+
+    text = "Events, please."
+    response = post(live_stack, owner.key, input=text, response_format="pcm", stream_format="sse", seed=21)
+    assert response.status_code == 200 and response.headers["content-type"] == "text/event-stream"
+    events = [json.loads(line[6:]) for line in response.text.splitlines() if line.startswith("data: ")]
+    deltas, done = events[:-1], events[-1]
+    assert deltas and all(e["type"] == "speech.audio.delta" for e in deltas)
+    pcm = b"".join(base64.b64decode(e["audio"]) for e in deltas)
+    assert done["type"] == "speech.audio.done"
+    assert done["usage"]["characters"] == len(text)
+    assert done["usage"]["audio_seconds"] == pytest.approx(len(pcm) / 2 / SAMPLE_RATE, abs=1e-3)
+    plain = post(live_stack, owner.key, input=text, response_format="pcm", seed=21)
+    assert plain.headers["x-cache"] == "hit" and plain.content == pcm
+
+
+def test_a_retried_request_with_an_idempotency_key_replays_the_audio_and_bills_once(live_stack, owner):
+    from billing.models import UsageEvent
+
+    body = {"input": "Once only.", "voice": "alloy", "response_format": "pcm"}
+    with live_stack.client(owner.key) as client:
+        first = client.post("/audio/speech", json=body, headers={"Idempotency-Key": "retry-1"})
+        second = client.post("/audio/speech", json=body, headers={"Idempotency-Key": "retry-1"})
+    assert first.status_code == second.status_code == 200
+    assert first.content == second.content and first.headers["x-job-id"] == second.headers["x-job-id"]
+    assert UsageEvent.objects.filter(organization=owner.org).count() == 1
+
+
+def test_the_example_websocket_client_writes_playable_wav_files(live_stack, owner, tmp_path):
+    import subprocess
+    import sys
+
+    from tests.stack import ROOT
+
+    url = live_stack.base_url.replace("http://", "ws://") + "/v1/audio/stream"
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "examples" / "ws_client.py"), "--url", url, "--key", owner.key, "One.", "Two."],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert out.returncode == 0, out.stderr
+    for name in ("s0.wav", "s1.wav"):
+        rate, seconds, codec = decode((tmp_path / name).read_bytes())
+        assert (rate, codec) == (SAMPLE_RATE, "pcm_s16le") and seconds > 0.1
