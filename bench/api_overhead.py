@@ -2,7 +2,8 @@
 
 With the FULL-size random checkpoint (official shapes, real compute cost), time one request
 through uvicorn → Celery/Redis → worker → Redis Stream → response, against a direct engine call
-in this process on the same text, same seed, same token budget. Runs alternate (direct, API,
+(the same streaming generation the worker runs) in this process on the same text, same seed,
+same token budget. Runs alternate (direct, API,
 direct, …) so that drift on this noisy machine hits both alike. Prints medians and the ratio.
 
     .venv/bin/python bench/api_overhead.py [--runs 5] [--size full]
@@ -10,31 +11,24 @@ direct, …) so that drift on this noisy machine hits both alike. Prints medians
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import time
 
-from common import Stack, checkpoint
+from common import Stack, checkpoint, setup
 
 # ~200 audio tokens: token_budget() of this text is 214; random weights rarely stop early.
 TEXT = "Hello there, my old friend."
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--runs", type=int, default=5)
-    parser.add_argument("--size", default="full", choices=["tiny", "full"])
-    args = parser.parse_args()
-
-    import django
-
-    django.setup()
+    args = setup(__doc__)
     import httpx
     import numpy as np
+    from django.conf import settings
 
     from inference.chattts_engine import ChatTTSEngine
     from inference.engine import SynthesisParams, SynthesisRequest
-    from inference.text import SAMPLE_RATE, prepare, token_budget
+    from inference.text import SAMPLE_RATE, TOKENS_PER_SECOND, prepare, token_budget
     from inference.voices import VOICES
 
     model_dir = checkpoint(args.size)
@@ -45,10 +39,13 @@ def main() -> None:
     engine = ChatTTSEngine.load(model_dir, device="cpu", fixed_length=True)
     engine.warm_up()
 
+    chunk_tokens = round(settings.TTS_STREAM_CHUNK_SECONDS * TOKENS_PER_SECOND)
+
     def direct(seed: int) -> tuple[float, float]:
+        # The same work the worker does for a speech request: ChatTTS's streaming generation.
         params = SynthesisParams(voice_seed=VOICES["alloy"].seed, seed=seed)
         started = time.perf_counter()
-        pieces = list(engine.synthesize(SynthesisRequest(prepared.segments, params, budget)))
+        pieces = list(engine.stream(SynthesisRequest(prepared.segments, params, budget), chunk_tokens=chunk_tokens))
         elapsed = time.perf_counter() - started
         return elapsed, sum(len(p) for p in pieces) / SAMPLE_RATE
 

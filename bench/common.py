@@ -15,6 +15,20 @@ sys.path.insert(0, str(ROOT))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tts_saas.settings")
 
 
+def setup(description: str, runs: int = 5):
+    """The benchmarks' common arguments (--runs, --size); sets Django up."""
+    import argparse
+
+    import django
+
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--runs", type=int, default=runs)
+    parser.add_argument("--size", default="full", choices=["tiny", "full"])
+    args = parser.parse_args()
+    django.setup()
+    return args
+
+
 def checkpoint(size: str) -> str:
     path = ROOT / "var" / "checkpoints" / size
     if not (path / "checkpoint.json").exists():

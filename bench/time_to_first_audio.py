@@ -8,26 +8,18 @@ against our tuning (no skipped yields, chunks that keep up with generation): bef
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import json
 import statistics
 import time
 
-from common import Stack, checkpoint
+from common import Stack, checkpoint, setup
 
 TEXT = "Hello there, my old friend. It has been a long time."
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--runs", type=int, default=5)
-    parser.add_argument("--size", default="full", choices=["tiny", "full"])
-    args = parser.parse_args()
-
-    import django
-
-    django.setup()
+    args = setup(__doc__)
     import ChatTTS
     import httpx
     import websockets

@@ -46,30 +46,28 @@ def _row(org: Organization, start: date) -> None:
             pass
 
 
-def reserve(org: Organization, characters: int, limit: int, now: datetime | None = None) -> date:
-    """Hold `characters` of this month's quota; raises QuotaExceeded if they do not fit."""
+def _take(org: Organization, characters: int, limit: int, now: datetime | None, column: str) -> date:
+    """Add `characters` to `column` ("reserved" or "used") if used + reserved stays within
+    `limit`: one conditional UPDATE, so concurrent callers can never overshoot."""
     start = period_start(now)
     _row(org, start)
     taken = QuotaPeriod.objects.filter(
         organization=org, period_start=start, used__lte=limit - characters - F("reserved")
-    ).update(reserved=F("reserved") + characters)
+    ).update(**{column: F(column) + characters})
     if not taken:
         row = QuotaPeriod.objects.get(organization=org, period_start=start)
         raise QuotaExceeded(row.used + row.reserved, limit, characters, next_reset(start))
     return start
+
+
+def reserve(org: Organization, characters: int, limit: int, now: datetime | None = None) -> date:
+    """Hold `characters` of this month's quota; raises QuotaExceeded if they do not fit."""
+    return _take(org, characters, limit, now, "reserved")
 
 
 def charge(org: Organization, characters: int, limit: int, now: datetime | None = None) -> date:
-    """Reserve and commit at once, for work already done (a cache hit): one conditional UPDATE."""
-    start = period_start(now)
-    _row(org, start)
-    taken = QuotaPeriod.objects.filter(
-        organization=org, period_start=start, used__lte=limit - characters - F("reserved")
-    ).update(used=F("used") + characters)
-    if not taken:
-        row = QuotaPeriod.objects.get(organization=org, period_start=start)
-        raise QuotaExceeded(row.used + row.reserved, limit, characters, next_reset(start))
-    return start
+    """Reserve and commit at once, for work already done (a cache hit)."""
+    return _take(org, characters, limit, now, "used")
 
 
 def commit(org_id: int, start: date, characters: int) -> None:

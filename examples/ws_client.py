@@ -11,12 +11,15 @@ import wave
 import websockets
 
 
-async def main(url: str, key: str, voice: str, sentences: list[str]) -> None:
+async def main(url: str, key: str, voice: str, sentences: list[str], seed: int | None) -> None:
     async with websockets.connect(url, additional_headers={"Authorization": f"Bearer {key}"}) as ws:
         ready = json.loads(await ws.recv())
         print("connected:", ready)
         for i, text in enumerate(sentences):
-            await ws.send(json.dumps({"type": "synthesize", "id": f"s{i}", "text": text, "voice": voice}))
+            message = {"type": "synthesize", "id": f"s{i}", "text": text, "voice": voice}
+            if seed is not None:
+                message["seed"] = seed  # reproducible (and cacheable) audio
+            await ws.send(json.dumps(message))
         for _ in sentences:
             out = None
             while True:
@@ -42,6 +45,7 @@ if __name__ == "__main__":
     parser.add_argument("--url", default="ws://127.0.0.1:8000/v1/audio/stream")
     parser.add_argument("--key", required=True)
     parser.add_argument("--voice", default="alloy")
+    parser.add_argument("--seed", type=int)
     parser.add_argument("sentences", nargs="*", default=["Hello from the WebSocket.", "你好，这是第二句。"])
     args = parser.parse_args()
-    asyncio.run(main(args.url, args.key, args.voice, args.sentences))
+    asyncio.run(main(args.url, args.key, args.voice, args.sentences, args.seed))

@@ -116,17 +116,18 @@ def quota_error(exc: quota.QuotaExceeded) -> ApiError:
     )
 
 
+@dataclass(frozen=True)
+class Submission:
+    """How a job is submitted: live (`interactive`) or asynchronous, and its options."""
+
+    interactive: bool = True
+    callback_url: str = ""
+    idempotency_key: str = ""
+    request_hash: str = ""  # of the body the idempotency key came with
+
+
 def submit_job(
-    principal: Principal,
-    plan: SpeechPlan,
-    limits: Limits,
-    request_id: str,
-    lease: str,
-    *,
-    interactive: bool = True,
-    callback_url: str = "",
-    idempotency_key: str = "",
-    request_hash: str = "",
+    principal: Principal, plan: SpeechPlan, limits: Limits, request_id: str, lease: str, how: Submission
 ) -> Job:
     """Reserve the request's characters, record the job and enqueue it. On any failure the
     reservation is given back; once this returns, the job settles itself (worker, expiry, reaper).
@@ -134,8 +135,8 @@ def submit_job(
     from .tasks import synthesize_job
 
     org = principal.organization
-    if idempotency_key:
-        earlier = existing_job(org, idempotency_key, request_hash)
+    if how.idempotency_key:
+        earlier = existing_job(org, how.idempotency_key, how.request_hash)
         if earlier is not None:
             return earlier
     try:
@@ -159,21 +160,21 @@ def submit_job(
                 characters=plan.characters,
                 quota_period=period,
                 lease=lease,
-                interactive=interactive,
-                callback_url=callback_url,
-                idempotency_key=idempotency_key,
-                request_hash=request_hash,
+                interactive=how.interactive,
+                callback_url=how.callback_url,
+                idempotency_key=how.idempotency_key,
+                request_hash=how.request_hash,
             )
     except IntegrityError:
         quota.refund(org.pk, period, plan.characters)
-        earlier = existing_job(org, idempotency_key, request_hash) if idempotency_key else None
+        earlier = existing_job(org, how.idempotency_key, how.request_hash) if how.idempotency_key else None
         if earlier is None:
             raise
         return earlier  # a concurrent retry with the same key won the race
     except Exception:
         quota.refund(org.pk, period, plan.characters)
         raise
-    timeout = settings.TTS_QUEUE_TIMEOUT if interactive else settings.TTS_JOB_QUEUE_TIMEOUT
+    timeout = settings.TTS_QUEUE_TIMEOUT if how.interactive else settings.TTS_JOB_QUEUE_TIMEOUT
     try:
         # `expires`: a worker that comes back after the job's time to wait drops the task unrun.
         synthesize_job.apply_async(args=[str(job.id)], queue="tts", priority=limits.queue_priority, expires=timeout)
@@ -300,24 +301,16 @@ def in_thread(fn):
 
 
 async def admit(
-    principal: Principal,
-    limits: Limits,
-    plan: SpeechPlan,
-    request_id: str,
-    *,
-    interactive: bool = True,
-    callback_url: str = "",
-    idempotency_key: str = "",
-    request_hash: str = "",
+    principal: Principal, limits: Limits, plan: SpeechPlan, request_id: str, how: Submission = Submission()
 ) -> Job:
     """Take a concurrency slot and submit the job. REST, WebSocket and async jobs all come here."""
     org = principal.organization
-    if idempotency_key:  # a retry of a request already accepted takes no new slot
-        earlier = await in_thread(existing_job)(org, idempotency_key, request_hash)
+    if how.idempotency_key:  # a retry of a request already accepted takes no new slot
+        earlier = await in_thread(existing_job)(org, how.idempotency_key, how.request_hash)
         if earlier is not None:
             return earlier
     lease = request_id
-    timeout = settings.TTS_QUEUE_TIMEOUT if interactive else settings.TTS_JOB_QUEUE_TIMEOUT
+    timeout = settings.TTS_QUEUE_TIMEOUT if how.interactive else settings.TTS_JOB_QUEUE_TIMEOUT
     ttl = timeout + settings.CELERY_TASK_TIME_LIMIT + 30
     if not await concurrency.acquire(org.pk, lease, limits.concurrent_jobs, ttl):
         raise ApiError(
@@ -328,21 +321,11 @@ async def admit(
         )
     job = None
     try:
-        if interactive:  # someone is waiting: refuse now rather than queue for nobody
+        if how.interactive:  # someone is waiting: refuse now rather than queue for nobody
             states = await workers.alive_workers()
             if not any(w.status == "ready" for w in states):
                 raise _no_worker_error(states)
-        job = await in_thread(submit_job)(
-            principal,
-            plan,
-            limits,
-            request_id,
-            lease,
-            interactive=interactive,
-            callback_url=callback_url,
-            idempotency_key=idempotency_key,
-            request_hash=request_hash,
-        )
+        job = await in_thread(submit_job)(principal, plan, limits, request_id, lease, how)
     finally:
         if job is None or job.lease != lease:  # the slot was never handed to a (new) job
             await concurrency.arelease(org.pk, lease)
@@ -364,14 +347,8 @@ async def speak(
             seconds = len(pcm) / 2 / SAMPLE_RATE
             await in_thread(record_cache_hit)(principal, limits, plan, request_id, started, seconds)
             return SpeechResult(pcm, True, plan.params.seed, None)
-    job = await admit(
-        principal,
-        limits,
-        plan,
-        request_id,
-        idempotency_key=idempotency_key,
-        request_hash=request_digest(data) if idempotency_key else "",
-    )
+    how = Submission(idempotency_key=idempotency_key, request_hash=request_digest(data) if idempotency_key else "")
+    job = await admit(principal, limits, plan, request_id, how)
     return JobAudio(job.id, seed=job.params["seed"], characters=plan.characters)
 
 

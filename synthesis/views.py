@@ -217,16 +217,8 @@ class JobViewSet(mixins.RetrieveModelMixin, TenantScopedViewSet):
         principal, limits = request.user, async_to_sync(_limits)(request.user)
         actions.check_plan(limits, data)
         plan = actions.plan_speech(data)
-        job = async_to_sync(actions.admit)(
-            principal,
-            limits,
-            plan,
-            request._request.request_id,
-            interactive=False,
-            callback_url=callback_url,
-            idempotency_key=key,
-            request_hash=digest,
-        )
+        how = actions.Submission(interactive=False, callback_url=callback_url, idempotency_key=key, request_hash=digest)
+        job = async_to_sync(actions.admit)(principal, limits, plan, request._request.request_id, how)
         response = Response(JobSerializer(job).data, status=status.HTTP_202_ACCEPTED)
         if job.request_id != request._request.request_id:
             response["Idempotent-Replayed"] = "true"

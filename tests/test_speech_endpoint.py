@@ -143,13 +143,15 @@ def test_long_input_is_split_and_joined_within_bounds(live_stack, owner):
 def test_the_official_openai_sdk_works_unchanged(live_stack, owner, tmp_path):
     client = openai.OpenAI(api_key=owner.key, base_url=f"{live_stack.base_url}/v1", max_retries=0)
     response = client.audio.speech.create(
-        model="tts-1", voice="alloy", input="Hello from the SDK.", response_format="wav"
+        model="tts-1", voice="alloy", input="Hello from the SDK.", response_format="wav", extra_body={"seed": 7}
     )
     path = tmp_path / "sdk.wav"
     response.write_to_file(path)
     rate, seconds, codec = decode(path.read_bytes())
     assert (rate, codec) == (SAMPLE_RATE, "pcm_s16le") and seconds > 0.2
-    with client.audio.speech.with_streaming_response.create(model="tts-1", voice="coral", input="Streamed.") as r:
+    with client.audio.speech.with_streaming_response.create(
+        model="tts-1", voice="coral", input="Streamed.", extra_body={"seed": 7}
+    ) as r:
         mp3 = r.read()
     assert decode(mp3)[2].startswith("mp3")
 
@@ -204,7 +206,8 @@ def test_the_example_websocket_client_writes_playable_wav_files(live_stack, owne
 
     url = live_stack.base_url.replace("http://", "ws://") + "/v1/audio/stream"
     out = subprocess.run(
-        [sys.executable, str(ROOT / "examples" / "ws_client.py"), "--url", url, "--key", owner.key, "One.", "Two."],
+        [sys.executable, str(ROOT / "examples" / "ws_client.py"), "--url", url, "--key", owner.key, "--seed", "7"]
+        + ["One.", "Two."],
         cwd=tmp_path,
         capture_output=True,
         text=True,

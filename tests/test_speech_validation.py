@@ -131,3 +131,18 @@ def test_the_openapi_schema_is_public_and_describes_the_speech_endpoint(live_sta
     schema = response.json()
     assert {"/v1/audio/speech", "/v1/keys", "/v1/usage", "/v1/voices"} <= set(schema["paths"])
     assert schema["components"]["securitySchemes"]["ApiKey"]["scheme"] == "bearer"
+
+
+def test_metrics_report_requests_cache_queue_and_workers(live_stack, owner):
+    import httpx
+
+    with live_stack.client(owner.key) as client:
+        client.post("/audio/speech", json={"input": "Metric me.", "seed": 1, "response_format": "pcm"})
+        client.post("/audio/speech", json={"input": "Metric me.", "seed": 1, "response_format": "pcm"})
+        client.post("/audio/speech", json={"input": "", "seed": 1})
+    text = httpx.get(f"{live_stack.base_url}/metrics").text
+    assert 'tts_http_requests_total{endpoint="speech",status="200"}' in text
+    assert 'tts_http_requests_total{endpoint="speech",status="400"}' in text
+    assert 'tts_cache_requests_total{result="hit"}' in text
+    assert 'tts_workers{status="ready"} 1.0' in text
+    assert 'tts_queue_depth{queue="tts"}' in text

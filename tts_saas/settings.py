@@ -34,6 +34,7 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "tts_saas.request_id.RequestIdMiddleware",
     "billing.ratelimit.RateLimitHeadersMiddleware",
+    "tts_saas.metrics.MetricsMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -157,6 +158,7 @@ TTS_CACHE_TTL = envint("TTS_CACHE_TTL", 7 * 24 * 3600)
 TTS_CACHE_MAX_BYTES = envint("TTS_CACHE_MAX_BYTES", 512 * 1024 * 1024)
 TTS_CACHE_MAX_ENTRY_BYTES = envint("TTS_CACHE_MAX_ENTRY_BYTES", 16 * 1024 * 1024)
 TTS_WARMUP = envbool("TTS_WARMUP", True)
+METRICS_TOKEN = envsecret("METRICS_TOKEN")  # empty: /metrics is open (keep it off the public network)
 TTS_STREAM_CHUNK_SECONDS = envfloat("TTS_STREAM_CHUNK_SECONDS", 0.5)  # audio per streamed chunk
 TTS_JOB_QUEUE_TIMEOUT = envfloat("TTS_JOB_QUEUE_TIMEOUT", 3600)  # async jobs may wait this long for a worker
 TTS_JOB_RETENTION_HOURS = envint("TTS_JOB_RETENTION_HOURS", 24 * 7)  # results and rows, then deleted

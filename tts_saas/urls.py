@@ -6,6 +6,7 @@ from drf_spectacular.views import SpectacularJSONAPIView
 from rest_framework.permissions import AllowAny
 
 from synthesis.views import health
+from tts_saas.metrics import metrics_view
 
 urlpatterns = [
     path("v1/", include("synthesis.urls")),
@@ -15,6 +16,7 @@ urlpatterns = [
         name="openapi",
     ),
     path("healthz", health),
+    path("metrics", metrics_view),
     path("admin/", admin.site.urls),
 ]
 
