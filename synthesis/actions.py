@@ -1,8 +1,10 @@
 """What the synthesis API does, as plain functions that views, consumers, tasks and tests call.
 
-Web side, `speak`: plan limits → concurrency slot → quota reservation → cache → job → wait for
-the worker's events. Worker side, `run_job`: claim the job, run the engine, publish chunks, cache,
-and settle (job state, quota commit or refund, ledger row and slot release happen together).
+Web side, `speak`: plan limits → text preparation → cache (a hit is charged and returned) →
+`admit`: concurrency slot → quota reservation → job → the worker's events, read by `JobAudio`.
+Worker side, `run_job`: claim the job, run the engine (streaming when someone listens live),
+publish chunks, store or cache the audio, and settle: job state, quota commit or refund, ledger
+row, slot release and callback happen together, exactly once.
 """
 
 from __future__ import annotations
@@ -223,7 +225,7 @@ def settle_job(
             error_message=error_message,
             model_version=model_version,
             cache_key=cache_key,
-            progress=1.0 if status == Job.Status.SUCCEEDED else job.progress,
+            **({"progress": 1.0} if status == Job.Status.SUCCEEDED else {}),
         )
         if moved and job.quota_period:
             ledger.settle(

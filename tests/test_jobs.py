@@ -75,16 +75,19 @@ def test_cancel_mid_generation_stops_the_worker_and_refunds_the_unused_part(live
     org = make_persona("Canceller", max_input_chars=4096, monthly_characters=100_000, requests_per_minute=6000)
     with live_stack.client(org.key) as client:
         job = client.post("/jobs", json={"input": LONG, "response_format": "pcm"}).json()
-        running = wait_for(client, job["id"], {"running", "succeeded", "failed"})
-        assert running["status"] == "running"
-        time.sleep(0.5)
+        deadline = time.monotonic() + 60
+        while (running := client.get(f"/jobs/{job['id']}").json())["progress"] == 0 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert running["status"] == "running" and 0 < running["progress"] < 1
         cancelled = client.post(f"/jobs/{job['id']}/cancel")
         assert cancelled.status_code == 202
         final = wait_for(client, job["id"], {"cancelled", "succeeded", "failed"}, timeout=60)
     assert final["status"] == "cancelled"
-    assert final["progress"] < 1.0
+    assert 0.0 < final["progress"] < 1.0  # some segments were done when the cancel arrived
     event = UsageEvent.objects.get(job_id=job["id"])
-    assert event.status == "cancelled" and event.characters < len(LONG)  # only the segments done
+    # Billed: the input's share of the segments done when the worker stopped, nothing more.
+    assert event.status == "cancelled"
+    assert event.characters == int(len(LONG) * final["progress"] + 1e-9) and 0 < event.characters < len(LONG)
     quota = QuotaPeriod.objects.get(organization=org.org)
     assert (quota.used, quota.reserved) == (event.characters, 0)
 
