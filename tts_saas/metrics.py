@@ -23,6 +23,13 @@ LATENCY = Histogram(
 
 
 class RedisCollector:
+    def describe(self):
+        # Names only: registering must not touch Redis (management commands run without it).
+        yield CounterMetricFamily("tts_cache_requests", "Audio cache lookups", labels=["result"])
+        yield GaugeMetricFamily("tts_cache_bytes", "Bytes held by the audio cache")
+        yield GaugeMetricFamily("tts_queue_depth", "Tasks waiting per Celery queue", labels=["queue"])
+        yield GaugeMetricFamily("tts_workers", "Synthesis worker processes alive", labels=["status"])
+
     def collect(self):
         from synthesis import cache, workers
         from tts_saas.redis import get_redis

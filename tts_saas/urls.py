@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from django.contrib import admin
 from django.urls import include, path
+from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularJSONAPIView
 from rest_framework.permissions import AllowAny
 
@@ -18,6 +19,9 @@ urlpatterns = [
     path("healthz", health),
     path("metrics", metrics_view),
     path("admin/", admin.site.urls),
+    path("accounts/", include("django.contrib.auth.urls")),
+    path("dashboard/", include("accounts.urls")),
+    path("", RedirectView.as_view(pattern_name="dashboard:overview", permanent=False)),
 ]
 
 handler404 = "tts_saas.errors.not_found"

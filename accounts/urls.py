@@ -1,0 +1,19 @@
+from __future__ import annotations
+
+from django.urls import path
+
+from . import dashboard
+
+app_name = "dashboard"
+
+urlpatterns = [
+    path("", dashboard.overview, name="overview"),
+    path("signup", dashboard.signup, name="signup"),
+    path("switch", dashboard.switch, name="switch"),
+    path("keys", dashboard.keys, name="keys"),
+    path("keys/<str:prefix>/revoke", dashboard.revoke_key, name="revoke-key"),
+    path("voices", dashboard.voices, name="voices"),
+    path("jobs", dashboard.jobs, name="jobs"),
+    path("jobs/<uuid:job_id>/audio", dashboard.job_audio, name="job-audio"),
+    path("docs", dashboard.docs, name="docs"),
+]

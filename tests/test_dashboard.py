@@ -1,0 +1,112 @@
+"""The developer dashboard through Django's test client (the browser tests come with the
+playground): sign-up, scoping to the current organization, key management by role."""
+
+from __future__ import annotations
+
+import pytest
+from django.contrib.auth import get_user_model
+
+from accounts.auth import authenticate_key
+from accounts.models import ApiKey, Membership, Organization
+from billing.models import UsageEvent
+from tts_saas.errors import ApiError
+
+pytestmark = pytest.mark.django_db
+
+
+def signup(client, email="ada@example.com", org="Analytical Engines"):
+    return client.post("/dashboard/signup", {"email": email, "password": "correct horse battery", "organization": org})
+
+
+def test_signup_creates_an_owner_and_an_organization_on_the_free_plan(client):
+    response = signup(client)
+    assert response.status_code == 302 and response["Location"] == "/dashboard/"
+    membership = Membership.objects.get(user__email="ada@example.com")
+    assert membership.role == "owner" and membership.organization.name == "Analytical Engines"
+    page = client.get("/dashboard/")
+    assert page.status_code == 200
+    assert b"Analytical Engines" in page.content and b"Free plan" in page.content
+    assert b'id="quota-meter"' in page.content
+
+
+def test_signup_shows_field_errors(client):
+    signup(client)
+    client.logout()
+    response = client.post("/dashboard/signup", {"email": "ada@example.com", "password": "short", "organization": ""})
+    assert response.status_code == 200
+    assert b"exists already" in response.content and b"at least 10 characters" in response.content
+    assert get_user_model().objects.count() == 1
+
+
+def test_pages_need_a_login(client):
+    for path in ("/dashboard/", "/dashboard/keys", "/dashboard/jobs", "/dashboard/voices", "/dashboard/docs"):
+        response = client.get(path)
+        assert response.status_code == 302 and response["Location"].startswith("/accounts/login/")
+
+
+def test_an_owner_creates_a_key_shown_once_that_works_then_revokes_it(client):
+    signup(client)
+    created = client.post("/dashboard/keys", {"name": "backend", "kind": "standard"})
+    assert created.status_code == 200
+    raw = created.context["created"]["raw"]
+    assert raw.encode() in created.content and b"shown only this once" in created.content
+    assert raw.encode() not in client.get("/dashboard/keys").content
+    assert authenticate_key(f"Bearer {raw}").organization.name == "Analytical Engines"
+    prefix = ApiKey.objects.get(name="backend").prefix
+    revoked = client.post(f"/dashboard/keys/{prefix}/revoke")
+    assert revoked.status_code == 302
+    with pytest.raises(ApiError):
+        authenticate_key(f"Bearer {raw}")
+
+
+def test_a_member_cannot_manage_keys(client):
+    signup(client)
+    org = Organization.objects.get()
+    key, _ = org.create_api_key("existing")
+    member = get_user_model().objects.create_user("bob@example.com", "bob@example.com", "correct horse battery")
+    Membership.objects.create(user=member, organization=org, role="member")
+    client.force_login(member)
+    page = client.get("/dashboard/keys")
+    assert page.status_code == 200 and b"can see keys but not create or revoke them" in page.content
+    assert client.post("/dashboard/keys", {"name": "x", "kind": "standard"}).status_code == 403
+    assert client.post(f"/dashboard/keys/{key.prefix}/revoke").status_code == 403
+    assert ApiKey.objects.count() == 1 and ApiKey.objects.get().revoked_at is None
+
+
+def test_another_organizations_key_and_job_are_404(client):
+    signup(client)
+    other = Organization.objects.create(name="Globex", slug="globex")
+    key, _ = other.create_api_key("theirs")
+    assert client.post(f"/dashboard/keys/{key.prefix}/revoke").status_code == 404
+    assert client.get("/dashboard/jobs/00000000-0000-0000-0000-000000000000/audio").status_code == 404
+    assert b"theirs" not in client.get("/dashboard/keys").content
+    assert ApiKey.objects.get(pk=key.pk).revoked_at is None
+
+
+def test_a_user_in_two_organizations_switches_between_them(client):
+    signup(client)
+    user = get_user_model().objects.get()
+    second = Organization.objects.create(name="Second Co", slug="second-co")
+    Membership.objects.create(user=user, organization=second, role="admin")
+    assert b"<h1>Analytical Engines</h1>" in client.get("/dashboard/").content
+    client.post("/dashboard/switch", {"organization": second.pk})
+    assert b"<h1>Second Co</h1>" in client.get("/dashboard/").content
+    stranger = Organization.objects.create(name="Stranger", slug="stranger")
+    assert client.post("/dashboard/switch", {"organization": stranger.pk}).status_code == 404
+
+
+def test_the_overview_shows_this_months_usage_from_the_ledger(client):
+    signup(client)
+    org = Organization.objects.get()
+    for chars, cached in ((120, False), (80, True)):
+        UsageEvent.objects.create(
+            organization=org, characters=chars, audio_seconds=30, model="chattts", voice="alloy", cached=cached
+        )
+    from billing import quota
+
+    quota.charge(org, 200, 10_000)
+    page = client.get("/dashboard/")
+    assert page.context["used"] == 200 and page.context["requests"] == 2
+    assert page.context["audio_minutes"] == 1.0 and page.context["hit_rate"] == 50.0
+    assert page.context["chart"]["total"] == 200
+    assert b'id="stat-requests">2<' in page.content
