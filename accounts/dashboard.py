@@ -261,3 +261,25 @@ def docs(request):
     )
     example_key = f"tts_{prefixes[0]}_…" if prefixes else "tts_<your key>"
     return page(request, "docs.html", "docs", example_key=example_key, base_url=request.build_absolute_uri("/v1"))
+
+
+@member_required
+def playground(request):
+    from billing.limits import limits_for
+    from inference.voices import VOICES
+
+    limits = limits_for(request.membership.organization)
+    voices = [v for v in VOICES.values() if not limits.allowed_voices or v.name in limits.allowed_voices]
+    return page(request, "playground.html", "playground", voices=voices, max_chars=limits.max_input_chars)
+
+
+@require_POST
+@member_required
+def playground_ticket(request):
+    """A single-use WebSocket ticket for the signed-in member (CSRF-protected POST)."""
+    from django.http import JsonResponse
+
+    from synthesis import tickets
+
+    ticket = tickets.issue(organization_id=request.membership.organization_id, user_id=request.user.pk)
+    return JsonResponse({"ticket": ticket, "url": f"/v1/audio/stream?ticket={ticket}"})

@@ -16,4 +16,6 @@ urlpatterns = [
     path("jobs", dashboard.jobs, name="jobs"),
     path("jobs/<uuid:job_id>/audio", dashboard.job_audio, name="job-audio"),
     path("docs", dashboard.docs, name="docs"),
+    path("playground", dashboard.playground, name="playground"),
+    path("playground/ticket", dashboard.playground_ticket, name="playground-ticket"),
 ]

@@ -68,11 +68,25 @@ def _authenticate_header(header: str):
     return authenticate_key(header)
 
 
-def _principal_for_key_id(key_id: int):
-    key = ApiKey.objects.select_related("organization").filter(pk=key_id).first()
-    if key is None:
-        raise ApiError(401, "Unknown ticket.", "invalid_ticket")
-    return principal_for(key)
+def _principal_for_ticket(holder: dict):
+    from accounts.auth import Principal
+    from accounts.models import Membership
+
+    if holder.get("api_key"):
+        key = ApiKey.objects.select_related("organization").filter(pk=holder["api_key"]).first()
+        if key is None:
+            raise ApiError(401, "Unknown ticket.", "invalid_ticket")
+        return principal_for(key)
+    membership = (
+        Membership.objects.select_related("organization")
+        .filter(organization_id=holder.get("organization"), user_id=holder.get("user"), user__is_active=True)
+        .first()
+    )
+    if membership is None:
+        raise ApiError(401, "This ticket's member has left the organization.", "invalid_ticket")
+    if membership.organization.is_suspended:
+        raise ApiError(403, "Your organization has been suspended.", "organization_suspended")
+    return Principal(organization=membership.organization, api_key=None, can_manage_keys=membership.can_manage_keys)
 
 
 class SpeechStreamConsumer(AsyncWebsocketConsumer):
@@ -97,10 +111,10 @@ class SpeechStreamConsumer(AsyncWebsocketConsumer):
         query = dict(
             part.split("=", 1) for part in self.scope.get("query_string", b"").decode().split("&") if "=" in part
         )
-        key_id = await tickets.redeem(query.get("ticket", ""))
-        if key_id is None:
+        holder = await tickets.redeem(query.get("ticket", ""))
+        if holder is None:
             raise ApiError(401, "Authenticate with an Authorization header or a fresh ticket.", "invalid_ticket")
-        return await sync_to_async(_principal_for_key_id, thread_sensitive=False)(key_id)
+        return await sync_to_async(_principal_for_ticket, thread_sensitive=False)(holder)
 
     async def disconnect(self, code):
         for task in getattr(self, "tasks", []):

@@ -186,7 +186,7 @@ def voices(request) -> Response:
 @api_view(["POST"])
 def stream_ticket(request) -> Response:
     """POST /v1/audio/stream/tickets — a single-use ticket for a browser WebSocket (60 s)."""
-    ticket = tickets.issue(request.auth)
+    ticket = tickets.issue(api_key_id=request.auth.pk)
     return Response(
         {"ticket": ticket, "expires_in": tickets.TICKET_SECONDS, "url": f"/v1/audio/stream?ticket={ticket}"},
         status=status.HTTP_201_CREATED,

@@ -1,0 +1,36 @@
+"""Debian's Chromium driven by Playwright for Python (never `playwright install`)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+
+CHROMIUM = os.environ.get("TTS_CHROMIUM", "/usr/bin/chromium")
+ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--no-first-run",
+    "--disable-sync",
+    "--disable-quic",
+    "--autoplay-policy=no-user-gesture-required",
+]
+
+
+@contextlib.contextmanager
+def browser_page(width: int = 1280, height: int = 900):
+    """A fresh page; console errors and uncaught page errors are collected in `page.errors`."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        try:
+            page = browser.new_page(viewport={"width": width, "height": height})
+            page.errors = []
+            page.on("console", lambda m: m.type == "error" and page.errors.append(m.text))
+            page.on("pageerror", lambda e: page.errors.append(str(e)))
+            yield page
+        finally:
+            browser.close()

@@ -1,0 +1,85 @@
+"""The dashboard in a real browser (Debian's Chromium through Playwright): sign up → create a key →
+call the API with it → the overview shows the usage → the playground plays streamed audio →
+revoke the key → the API refuses it."""
+
+from __future__ import annotations
+
+import re
+
+import httpx
+import pytest
+
+from tests.browser import browser_page
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def test_a_new_team_signs_up_uses_a_key_plays_audio_and_revokes_the_key(live_stack):
+    base = live_stack.base_url
+    text = "Browser test, 3 words."
+    with browser_page() as page:
+        page.goto(f"{base}/dashboard/signup")
+        page.fill("#id_email", "grace@example.com")
+        page.fill("#id_password", "a long enough password")
+        page.fill("#id_organization", "Compilers Inc")
+        page.click("button[type=submit]")
+        page.wait_for_url(f"{base}/dashboard/")
+        assert page.locator("h1").inner_text() == "Compilers Inc"
+
+        page.click("text=API keys")
+        page.fill("#id_name", "browser test")
+        page.click("text=Create key")
+        secret = page.locator("#new-key").inner_text().strip()
+        assert re.fullmatch(r"tts_[A-Za-z0-9]{12}_[A-Za-z0-9]{32}", secret)
+
+        api = httpx.post(
+            f"{base}/v1/audio/speech",
+            headers={"Authorization": f"Bearer {secret}"},
+            json={"input": text, "seed": 5, "response_format": "pcm"},
+            timeout=60,
+        )
+        assert api.status_code == 200 and len(api.content) > 0
+
+        page.click("text=Overview")
+        assert page.locator("#stat-requests").inner_text() == "1"
+        assert page.locator("#quota-used").inner_text() == str(len(text))
+
+        page.click("text=Playground")
+        page.fill("#pg-text", "Playground speaks now.")
+        page.fill("#pg-seed", "9")
+        page.click("#pg-play")
+        page.wait_for_function("window.ttsPlayground.ended || window.ttsPlayground.error", timeout=60_000)
+        state = page.evaluate("window.ttsPlayground")
+        assert state["error"] is None
+        assert state["started"] is True and state["bytes"] > 0 and state["bytes"] % 2 == 0
+        assert page.locator("#pg-download").is_visible()
+        assert "Done:" in page.locator("#pg-status").inner_text()
+
+        page.click("text=API keys")
+        page.once("dialog", lambda dialog: dialog.accept())
+        page.click("button:has-text('Revoke')")
+        assert "revoked" in page.locator(".messages").inner_text()
+        assert page.errors == []
+
+    refused = httpx.post(
+        f"{base}/v1/audio/speech",
+        headers={"Authorization": f"Bearer {secret}"},
+        json={"input": text, "seed": 5},
+        timeout=30,
+    )
+    assert refused.status_code == 401
+
+
+def test_pages_fit_a_phone_width(live_stack):
+    with browser_page(width=390, height=844) as page:
+        page.goto(f"{live_stack.base_url}/dashboard/signup")
+        page.fill("#id_email", "phone@example.com")
+        page.fill("#id_password", "a long enough password")
+        page.fill("#id_organization", "Pocket Co")
+        page.click("button[type=submit]")
+        page.wait_for_url(f"{live_stack.base_url}/dashboard/")
+        for path in ("/dashboard/", "/dashboard/keys", "/dashboard/playground", "/dashboard/jobs"):
+            page.goto(f"{live_stack.base_url}{path}")
+            overflow = page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
+            assert overflow <= 1, f"{path} scrolls sideways by {overflow}px"
+        assert page.errors == []
