@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import time
 from types import SimpleNamespace
 
 from asgiref.sync import sync_to_async
@@ -22,9 +23,11 @@ from accounts.auth import principal_for
 from accounts.models import ApiKey
 from billing.policy import admit_request
 from tts_saas.errors import ApiError, validation_error
+from tts_saas.redis import get_async_redis
 from tts_saas.request_id import new_request_id
 
 from . import actions, audio, streams, tickets
+from .operations import WS_CONNECTIONS
 from .serializers import SpeechRequestSerializer
 
 logger = logging.getLogger(__name__)
@@ -101,6 +104,8 @@ class SpeechStreamConsumer(AsyncWebsocketConsumer):
         self.pending: asyncio.Queue = asyncio.Queue()
         self.current: dict | None = None
         await self.accept()
+        self.connection_id = new_request_id()
+        await get_async_redis().zadd(WS_CONNECTIONS, {self.connection_id: time.time()})
         self.tasks = [asyncio.create_task(self._send_loop()), asyncio.create_task(self._utterance_loop())]
         self._emit({"type": "ready", "protocol": PROTOCOL, "sample_rate": audio.SAMPLE_RATE})
 
@@ -119,6 +124,8 @@ class SpeechStreamConsumer(AsyncWebsocketConsumer):
     async def disconnect(self, code):
         for task in getattr(self, "tasks", []):
             task.cancel()
+        if hasattr(self, "connection_id"):
+            await get_async_redis().zrem(WS_CONNECTIONS, self.connection_id)
         if getattr(self, "current", None) and self.current.get("job_id"):
             await streams.arequest_cancel(self.current["job_id"])
 

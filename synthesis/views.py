@@ -7,6 +7,7 @@ import json
 import logging
 
 from asgiref.sync import async_to_sync, sync_to_async
+from django.contrib.admin.views.decorators import staff_member_required
 from django.http import FileResponse, HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_POST
@@ -264,6 +265,16 @@ async def _limits(principal):
     from billing.limits import limits_for
 
     return await sync_to_async(limits_for, thread_sensitive=False)(principal.organization)
+
+
+@staff_member_required
+def operations(request: HttpRequest) -> HttpResponse:
+    """The operators' page: queues, workers, throughput, latency, errors, cache, open streams."""
+    from django.shortcuts import render
+
+    from .operations import snapshot
+
+    return render(request, "dashboard/operations.html", {"ops": snapshot(), "nav": "ops"})
 
 
 def health(request: HttpRequest) -> JsonResponse:

@@ -110,3 +110,39 @@ def test_the_overview_shows_this_months_usage_from_the_ledger(client):
     assert page.context["audio_minutes"] == 1.0 and page.context["hit_rate"] == 50.0
     assert page.context["chart"]["total"] == 200
     assert b'id="stat-requests">2<' in page.content
+
+
+def test_only_staff_open_the_operations_page(client, redis_client):
+    signup(client)
+    assert client.get("/ops/").status_code == 302  # to the admin login: not staff
+    staff = get_user_model().objects.create_user("ops@example.com", "ops@example.com", "pw-for-ops-123", is_staff=True)
+    client.force_login(staff)
+    page = client.get("/ops/")
+    assert page.status_code == 200
+    ops = page.context["ops"]
+    assert set(ops["queues"]) == {"tts", "default"} and ops["jobs_last_hour"] == 0
+    assert b'id="queue-tts"' in page.content
+
+
+def test_operators_suspend_and_unsuspend_from_the_admin(client):
+    signup(client)
+    org = Organization.objects.get()
+    admin_user = get_user_model().objects.create_superuser("root@example.com", "root@example.com", "pw-root-12345")
+    client.force_login(admin_user)
+    response = client.post(
+        "/admin/accounts/organization/", {"action": "suspend", "_selected_action": [org.pk]}, follow=True
+    )
+    assert response.status_code == 200
+    org.refresh_from_db()
+    assert org.is_suspended
+    client.post("/admin/accounts/organization/", {"action": "unsuspend", "_selected_action": [org.pk]})
+    org.refresh_from_db()
+    assert not org.is_suspended
+    for path in (
+        "/admin/billing/plan/",
+        "/admin/billing/usageevent/",
+        "/admin/synthesis/job/",
+        f"/admin/accounts/organization/{org.pk}/change/",
+        "/admin/accounts/apikey/",
+    ):
+        assert client.get(path).status_code == 200, path

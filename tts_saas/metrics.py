@@ -32,9 +32,8 @@ class RedisCollector:
 
     def collect(self):
         from synthesis import cache, workers
-        from tts_saas.redis import get_redis
+        from synthesis.operations import queue_depths
 
-        r = get_redis()
         stats = cache.stats()
         hits = CounterMetricFamily("tts_cache_requests", "Audio cache lookups", labels=["result"])
         hits.add_metric(["hit"], stats.get("hits", 0))
@@ -42,9 +41,8 @@ class RedisCollector:
         yield hits
         yield GaugeMetricFamily("tts_cache_bytes", "Bytes held by the audio cache", value=stats["bytes"])
         depth = GaugeMetricFamily("tts_queue_depth", "Tasks waiting per Celery queue", labels=["queue"])
-        for queue in ("tts", "default"):
-            names = [queue.encode()] + list(r.scan_iter(f"{queue}\x06\x16*"))
-            depth.add_metric([queue], sum(r.llen(n) for n in names if r.type(n) == b"list"))
+        for queue, waiting in queue_depths().items():
+            depth.add_metric([queue], waiting)
         yield depth
         alive = GaugeMetricFamily("tts_workers", "Synthesis worker processes alive", labels=["status"])
         states = workers.live_workers()

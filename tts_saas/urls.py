@@ -6,7 +6,7 @@ from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularJSONAPIView
 from rest_framework.permissions import AllowAny
 
-from synthesis.views import health
+from synthesis.views import health, operations
 from tts_saas.metrics import metrics_view
 
 urlpatterns = [
@@ -18,6 +18,7 @@ urlpatterns = [
     ),
     path("healthz", health),
     path("metrics", metrics_view),
+    path("ops/", operations, name="operations"),
     path("admin/", admin.site.urls),
     path("accounts/", include("django.contrib.auth.urls")),
     path("dashboard/", include("accounts.urls")),

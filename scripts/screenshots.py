@@ -1,0 +1,88 @@
+"""Saves screenshots of the main pages under docs/screenshots/ with Debian's Chromium: a private
+stack (Redis, SQLite, web, worker with the tiny random checkpoint) gets a team that signs up,
+makes a key, calls the API and plays audio, then each page is captured. Run: scripts/screenshots."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tts_saas.settings")
+
+OUT = ROOT / "docs" / "screenshots"
+
+
+def main() -> None:
+    import httpx
+    from common import Stack, checkpoint
+
+    from tests.browser import browser_page
+
+    OUT.mkdir(parents=True, exist_ok=True)
+    with Stack(checkpoint("tiny")) as stack, browser_page(width=1100, height=760) as page:
+        base = stack.base_url
+        env = {**stack.env, "DJANGO_SUPERUSER_PASSWORD": "screenshots-only-password"}
+        subprocess.check_call(
+            [
+                sys.executable,
+                "manage.py",
+                "createsuperuser",
+                "--noinput",
+                "--username",
+                "ops",
+                "--email",
+                "ops@example.com",
+            ],
+            cwd=ROOT,
+            env=env,
+        )
+        page.goto(f"{base}/dashboard/signup")
+        page.fill("#id_email", "team@example.com")
+        page.fill("#id_password", "a long enough password")
+        page.fill("#id_organization", "Example Studio")
+        page.click("button[type=submit]")
+        page.wait_for_url(f"{base}/dashboard/")
+        page.click("text=API keys")
+        page.fill("#id_name", "production backend")
+        page.click("text=Create key")
+        secret = page.locator("#new-key").inner_text().strip()
+        page.screenshot(path=OUT / "keys.png")
+        for i, text in enumerate(["Welcome back!", "Your order has shipped.", "Welcome back!", "你好，欢迎使用。"]):
+            httpx.post(
+                f"{base}/v1/audio/speech",
+                headers={"Authorization": f"Bearer {secret}"},
+                json={"input": text, "seed": 1 + i % 2, "response_format": "mp3"},
+                timeout=120,
+            )
+        httpx.post(
+            f"{base}/v1/jobs",
+            headers={"Authorization": f"Bearer {secret}"},
+            json={"input": "A longer article, read as an asynchronous job.", "seed": 3},
+            timeout=60,
+        )
+        page.click("text=Playground")
+        page.fill("#pg-seed", "4")
+        page.click("#pg-play")
+        page.wait_for_function("window.ttsPlayground.ended || window.ttsPlayground.error", timeout=120_000)
+        page.screenshot(path=OUT / "playground.png")
+        page.click("text=Jobs")
+        page.screenshot(path=OUT / "jobs.png")
+        page.click("text=Overview")
+        page.screenshot(path=OUT / "overview.png", full_page=True)
+        page.goto(f"{base}/admin/login/?next=/ops/")
+        page.fill("#id_username", "ops")
+        page.fill("#id_password", "screenshots-only-password")
+        page.click("input[type=submit]")
+        page.wait_for_url(f"{base}/ops/")
+        page.screenshot(path=OUT / "operations.png", full_page=True)
+    for png in sorted(OUT.glob("*.png")):
+        print(f"{png.relative_to(ROOT)}: {png.stat().st_size // 1024} KiB")
+
+
+if __name__ == "__main__":
+    main()
