@@ -3,7 +3,7 @@ from __future__ import annotations
 from django.contrib import admin
 from django.utils import timezone
 
-from .models import ApiKey, Membership, Organization
+from .models import ApiKey, Invitation, Membership, Organization
 
 
 @admin.register(Organization)
@@ -25,6 +25,12 @@ class OrganizationAdmin(admin.ModelAdmin):
     def unsuspend(self, request, queryset):
         changed = queryset.filter(suspended_at__isnull=False).update(suspended_at=None, suspension_reason="")
         self.message_user(request, f"{changed} organization(s) unsuspended.")
+
+
+@admin.register(Invitation)
+class InvitationAdmin(admin.ModelAdmin):
+    list_display = ("email", "organization", "role", "created_at", "accepted_at")
+    readonly_fields = ("token",)
 
 
 @admin.register(Membership)

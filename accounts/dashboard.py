@@ -283,3 +283,97 @@ def playground_ticket(request):
 
     ticket = tickets.issue(organization_id=request.membership.organization_id, user_id=request.user.pk)
     return JsonResponse({"ticket": ticket, "url": f"/v1/audio/stream?ticket={ticket}"})
+
+
+class InviteForm(forms.Form):
+    email = forms.EmailField()
+    role = forms.ChoiceField(choices=[("member", "member"), ("admin", "admin")], initial="member")
+
+
+@member_required
+def members(request):
+    from django.core.mail import send_mail
+
+    from .models import Invitation
+
+    org, can_manage = request.membership.organization, request.membership.can_manage_keys
+    form = InviteForm(request.POST or None)
+    if request.method == "POST":
+        if not can_manage:
+            raise PermissionDenied("Only owners and admins invite people.")
+        if form.is_valid():
+            invitation = Invitation.objects.create(
+                organization=org,
+                email=form.cleaned_data["email"].lower(),
+                role=form.cleaned_data["role"],
+                invited_by=request.user,
+            )
+            link = request.build_absolute_uri(f"/dashboard/invite/{invitation.token}")
+            send_mail(
+                f"Join {org.name} on tts_saas",
+                f"{request.user.email} invites you to {org.name} as {invitation.role}.\n\n"
+                f"Accept within 7 days: {link}\n",
+                None,
+                [invitation.email],
+            )
+            messages.info(request, f"Invitation sent to {invitation.email}.")
+            return redirect("dashboard:members")
+    team = Membership.objects.filter(organization=org).select_related("user").order_by("created_at")
+    pending = [i for i in Invitation.objects.filter(organization=org, accepted_at__isnull=True) if i.is_open]
+    return page(request, "members.html", "members", team=team, pending=pending, form=form, can_manage=can_manage)
+
+
+@require_POST
+@member_required
+def remove_member(request, membership_id: int):
+    org = request.membership.organization
+    if request.membership.role != Membership.Role.OWNER:
+        raise PermissionDenied("Only owners remove members.")
+    target = Membership.objects.filter(organization=org, pk=membership_id).first()
+    if target is None:
+        raise Http404
+    owners = Membership.objects.filter(organization=org, role=Membership.Role.OWNER).count()
+    if target.role == Membership.Role.OWNER and owners == 1:
+        messages.info(request, "The last owner cannot be removed.")
+    else:
+        target.delete()
+        messages.info(request, f"{target.user.email} no longer belongs to {org.name}.")
+    return redirect("dashboard:members")
+
+
+class AcceptForm(forms.Form):
+    password = forms.CharField(widget=forms.PasswordInput, min_length=10)
+
+    def clean_password(self):
+        from django.contrib.auth.password_validation import validate_password
+
+        validate_password(self.cleaned_data["password"])
+        return self.cleaned_data["password"]
+
+
+def accept_invitation(request, token: str):
+    """The invitation link: join as the invited address (creating the account if it has none)."""
+    from .models import Invitation
+
+    invitation = Invitation.objects.select_related("organization").filter(token=token).first()
+    if invitation is None or not invitation.is_open:
+        raise Http404("This invitation is unknown, used or expired.")
+    users = get_user_model().objects
+    if request.user.is_authenticated:
+        if request.user.email.lower() != invitation.email:
+            raise PermissionDenied(f"This invitation is for {invitation.email}.")
+        invitation.accept(request.user)
+        request.session[SESSION_ORG] = invitation.organization_id
+        return redirect("dashboard:overview")
+    existing = users.filter(username=invitation.email).exists()
+    form = AcceptForm(request.POST or None)
+    if not existing and request.method == "POST" and form.is_valid():
+        with transaction.atomic():
+            user = users.create_user(
+                username=invitation.email, email=invitation.email, password=form.cleaned_data["password"]
+            )
+            invitation.accept(user)
+        login(request, user, backend="django.contrib.auth.backends.ModelBackend")
+        request.session[SESSION_ORG] = invitation.organization_id
+        return redirect("dashboard:overview")
+    return render(request, "dashboard/accept.html", {"invitation": invitation, "form": form, "existing": existing})

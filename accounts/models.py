@@ -137,3 +137,35 @@ class ApiKey(models.Model):
         if self.revoked_at is None:
             self.revoked_at = timezone.now()
             ApiKey.objects.filter(pk=self.pk, revoked_at__isnull=True).update(revoked_at=self.revoked_at)
+
+
+def _invitation_token() -> str:
+    return random_token(40)
+
+
+class Invitation(models.Model):
+    """An e-mailed invitation to join an organization with a role; the link works once, for a week."""
+
+    organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="invitations")
+    email = models.EmailField()
+    role = models.CharField(max_length=16, choices=Membership.Role.choices, default=Membership.Role.MEMBER)
+    token = models.CharField(max_length=64, unique=True, default=_invitation_token)
+    invited_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(default=timezone.now)
+    accepted_at = models.DateTimeField(null=True, blank=True)
+
+    VALID_FOR = timedelta(days=7)
+
+    def __str__(self) -> str:
+        return f"{self.email} to {self.organization} ({self.role})"
+
+    @property
+    def is_open(self) -> bool:
+        return self.accepted_at is None and timezone.now() - self.created_at < self.VALID_FOR
+
+    def accept(self, user) -> Membership:
+        membership, _ = Membership.objects.get_or_create(
+            user=user, organization=self.organization, defaults={"role": self.role}
+        )
+        Invitation.objects.filter(pk=self.pk).update(accepted_at=timezone.now())
+        return membership

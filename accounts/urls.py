@@ -16,6 +16,9 @@ urlpatterns = [
     path("jobs", dashboard.jobs, name="jobs"),
     path("jobs/<uuid:job_id>/audio", dashboard.job_audio, name="job-audio"),
     path("docs", dashboard.docs, name="docs"),
+    path("members", dashboard.members, name="members"),
+    path("members/<int:membership_id>/remove", dashboard.remove_member, name="remove-member"),
+    path("invite/<str:token>", dashboard.accept_invitation, name="accept-invitation"),
     path("playground", dashboard.playground, name="playground"),
     path("playground/ticket", dashboard.playground_ticket, name="playground-ticket"),
 ]

@@ -3,6 +3,8 @@ playground): sign-up, scoping to the current organization, key management by rol
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from django.contrib.auth import get_user_model
 
@@ -146,3 +148,58 @@ def test_operators_suspend_and_unsuspend_from_the_admin(client):
         "/admin/accounts/apikey/",
     ):
         assert client.get(path).status_code == 200, path
+
+
+def test_an_owner_invites_a_teammate_who_joins_and_can_be_removed(client):
+    import re
+
+    from django.core import mail
+
+    signup(client)
+    org = Organization.objects.get()
+    response = client.post("/dashboard/members", {"email": "Bob@Example.com", "role": "member"})
+    assert response.status_code == 302
+    assert len(mail.outbox) == 1 and mail.outbox[0].to == ["bob@example.com"]
+    link = re.search(r"http://\S+/dashboard/invite/\S+", mail.outbox[0].body).group(0)
+    path = link.split("testserver", 1)[1]
+    owner_client_session = client.session.session_key
+    client.logout()
+    assert client.post(path, {"password": "short"}).status_code == 200  # field error, nobody created
+    joined = client.post(path, {"password": "bobs long password"})
+    assert joined.status_code == 302
+    bob = Membership.objects.get(user__email="bob@example.com")
+    assert bob.organization == org and bob.role == "member"
+    assert client.get(path).status_code == 404  # used
+    assert client.post("/dashboard/members", {"email": "eve@example.com", "role": "admin"}).status_code == 403
+    assert owner_client_session
+    ada = get_user_model().objects.get(email="ada@example.com")
+    client.force_login(ada)
+    client.post(f"/dashboard/members/{bob.pk}/remove")
+    assert not Membership.objects.filter(pk=bob.pk).exists()
+    owner = Membership.objects.get(user=ada)
+    client.post(f"/dashboard/members/{owner.pk}/remove")
+    assert Membership.objects.filter(pk=owner.pk).exists()  # the last owner stays
+
+
+def test_password_reset_by_email(client):
+    import re
+
+    from django.core import mail
+
+    signup(client)
+    client.logout()
+    client.post("/accounts/password_reset/", {"email": "ada@example.com"})
+    assert len(mail.outbox) == 1
+    path = re.search(r"/accounts/reset/\S+/", mail.outbox[0].body).group(0)
+    form_page = client.get(path, follow=True)
+    set_url = form_page.redirect_chain[-1][0] if form_page.redirect_chain else path
+    done = client.post(set_url, {"new_password1": "a brand new password", "new_password2": "a brand new password"})
+    assert done.status_code == 302
+    assert client.login(username="ada@example.com", password="a brand new password")
+
+
+def test_the_api_reference_is_served_with_local_assets(client):
+    page = client.get("/v1/docs")
+    assert page.status_code == 200 and b"redoc" in page.content.lower()
+    asset = re.search(rb'src="(/static/[^"]*redoc[^"]*)"', page.content)
+    assert asset and client.get(asset.group(1).decode()).status_code == 200

@@ -26,6 +26,7 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "rest_framework",
     "drf_spectacular",
+    "drf_spectacular_sidecar",  # Redoc/Swagger UI assets served locally (no CDN)
     "accounts",
     "billing",
     "synthesis",
@@ -36,6 +37,7 @@ MIDDLEWARE = [
     "billing.ratelimit.RateLimitHeadersMiddleware",
     "tts_saas.metrics.MetricsMiddleware",
     "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -119,6 +121,9 @@ USE_I18N = True
 USE_TZ = True
 STATIC_URL = "static/"
 STATIC_ROOT = VAR_DIR / "static"
+# WhiteNoise serves static files (admin, API docs) from the ASGI app; without `collectstatic`
+# it finds them in the apps, which is what a local run wants.
+WHITENOISE_USE_FINDERS = envbool("WHITENOISE_USE_FINDERS", True)
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": ["billing.policy.MeteredApiKeyAuthentication"],
@@ -135,6 +140,9 @@ SPECTACULAR_SETTINGS = {
     "VERSION": "1.0.0",
     "APPEND_PATHS": _speech_openapi.PATHS,
     "APPEND_COMPONENTS": _speech_openapi.COMPONENTS,
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
 }
 
 # Celery: synthesis on the "tts" queue (GPU workers), everything light on "default".
@@ -194,6 +202,7 @@ STORAGES = {
 TTS_BENCH_FIXED_LENGTH = envbool("TTS_BENCH_FIXED_LENGTH", False)  # benchmarks: generate to the budget
 
 VAR_DIR.mkdir(parents=True, exist_ok=True)
+STATIC_ROOT.mkdir(parents=True, exist_ok=True)  # WhiteNoise warns when it is missing
 
 LOGGING = {
     "version": 1,

@@ -3,7 +3,7 @@ from __future__ import annotations
 from django.contrib import admin
 from django.urls import include, path
 from django.views.generic import RedirectView
-from drf_spectacular.views import SpectacularJSONAPIView
+from drf_spectacular.views import SpectacularJSONAPIView, SpectacularRedocView
 from rest_framework.permissions import AllowAny
 
 from synthesis.views import health, operations
@@ -15,6 +15,11 @@ urlpatterns = [
         "v1/openapi.json",
         SpectacularJSONAPIView.as_view(authentication_classes=[], permission_classes=[AllowAny]),
         name="openapi",
+    ),
+    path(
+        "v1/docs",
+        SpectacularRedocView.as_view(url_name="openapi", authentication_classes=[], permission_classes=[AllowAny]),
+        name="api-docs",
     ),
     path("healthz", health),
     path("metrics", metrics_view),
