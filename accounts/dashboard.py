@@ -260,7 +260,17 @@ def docs(request):
         .values_list("prefix", flat=True)[:1]
     )
     example_key = f"tts_{prefixes[0]}_…" if prefixes else "tts_<your key>"
-    return page(request, "docs.html", "docs", example_key=example_key, base_url=request.build_absolute_uri("/v1"))
+    from django.conf import settings
+
+    protocol = (settings.BASE_DIR / "docs" / "websocket.md").read_text(encoding="utf-8")
+    return page(
+        request,
+        "docs.html",
+        "docs",
+        example_key=example_key,
+        base_url=request.build_absolute_uri("/v1"),
+        websocket_protocol=protocol,
+    )
 
 
 @member_required

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -52,24 +53,26 @@ def main() -> None:
         page.click("text=Create key")
         secret = page.locator("#new-key").inner_text().strip()
         page.screenshot(path=OUT / "keys.png")
-        for i, text in enumerate(["Welcome back!", "Your order has shipped.", "Welcome back!", "你好，欢迎使用。"]):
+        for i, text in enumerate(["Welcome back!", "Your order has shipped.", "Welcome back!", "See you soon."]):
             httpx.post(
                 f"{base}/v1/audio/speech",
                 headers={"Authorization": f"Bearer {secret}"},
                 json={"input": text, "seed": 1 + i % 2, "response_format": "mp3"},
                 timeout=120,
             )
-        httpx.post(
-            f"{base}/v1/jobs",
-            headers={"Authorization": f"Bearer {secret}"},
-            json={"input": "A longer article, read as an asynchronous job.", "seed": 3},
-            timeout=60,
-        )
         page.click("text=Playground")
+        page.fill("#pg-text", "Hello from the playground: this audio plays while it is generated.")
         page.fill("#pg-seed", "4")
         page.click("#pg-play")
         page.wait_for_function("window.ttsPlayground.ended || window.ttsPlayground.error", timeout=120_000)
         page.screenshot(path=OUT / "playground.png")
+        auth = {"Authorization": f"Bearer {secret}"}
+        body = {"input": "A longer article, read as an asynchronous job.", "seed": 3}
+        job = httpx.post(f"{base}/v1/jobs", headers=auth, json=body, timeout=60).json()
+        for _ in range(600):  # until it has finished, so that the jobs page can play its audio
+            if httpx.get(f"{base}/v1/jobs/{job['id']}", headers=auth).json()["status"] not in ("queued", "running"):
+                break
+            time.sleep(0.2)
         page.click("text=Jobs")
         page.screenshot(path=OUT / "jobs.png")
         page.click("text=Overview")

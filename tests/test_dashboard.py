@@ -203,3 +203,12 @@ def test_the_api_reference_is_served_with_local_assets(client):
     assert page.status_code == 200 and b"redoc" in page.content.lower()
     asset = re.search(rb'src="(/static/[^"]*redoc[^"]*)"', page.content)
     assert asset and client.get(asset.group(1).decode()).status_code == 200
+
+
+def test_the_docs_page_shows_examples_with_the_key_prefix_and_the_websocket_protocol(client):
+    signup(client)
+    key, _ = Organization.objects.get().create_api_key("docs")
+    page = client.get("/dashboard/docs")
+    assert f"tts_{key.prefix}_".encode() in page.content
+    assert b"tts.v1" in page.content and b"/v1/audio/stream/tickets" in page.content
+    assert b'href="/v1/docs"' in page.content

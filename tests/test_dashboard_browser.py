@@ -45,6 +45,7 @@ def test_a_new_team_signs_up_uses_a_key_plays_audio_and_revokes_the_key(live_sta
         assert page.locator("#quota-used").inner_text() == str(len(text))
 
         page.click("text=Playground")
+        assert not page.locator("#pg-download").is_visible()  # until there is audio to download
         page.fill("#pg-text", "Playground speaks now.")
         page.fill("#pg-seed", "9")
         page.click("#pg-play")
