@@ -8,6 +8,7 @@ from django.http import HttpRequest
 from django_ratelimit.core import get_usage
 
 from tts_saas.errors import ApiError
+from tts_saas.middleware import ResponseMiddleware
 
 GROUP = "api"
 
@@ -30,30 +31,10 @@ def enforce(request: HttpRequest, org_id: int, requests_per_minute: int) -> dict
     return usage
 
 
-class RateLimitHeadersMiddleware:
+class RateLimitHeadersMiddleware(ResponseMiddleware):
     """Adds the rate-limit headers to every response whose request was counted."""
 
-    sync_capable = True
-    async_capable = True
-
-    def __init__(self, get_response):
-        from asgiref.sync import iscoroutinefunction, markcoroutinefunction
-
-        self.get_response = get_response
-        self._async = iscoroutinefunction(get_response)
-        if self._async:
-            markcoroutinefunction(self)
-
-    def __call__(self, request):
-        if self._async:
-            return self.__acall__(request)
-        return self._headers(request, self.get_response(request))
-
-    async def __acall__(self, request):
-        return self._headers(request, await self.get_response(request))
-
-    @staticmethod
-    def _headers(request, response):
+    def process(self, request, response, started: float):
         usage = getattr(request, "ratelimit_usage", None)
         if usage:
             response["x-ratelimit-limit-requests"] = str(usage["limit"])

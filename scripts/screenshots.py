@@ -22,7 +22,7 @@ def main() -> None:
     import httpx
     from common import Stack, checkpoint
 
-    from tests.browser import browser_page
+    from tests.browser import browser_page, sign_up
 
     OUT.mkdir(parents=True, exist_ok=True)
     with Stack(checkpoint("tiny")) as stack, browser_page(width=1100, height=760) as page:
@@ -42,12 +42,7 @@ def main() -> None:
             cwd=ROOT,
             env=env,
         )
-        page.goto(f"{base}/dashboard/signup")
-        page.fill("#id_email", "team@example.com")
-        page.fill("#id_password", "a long enough password")
-        page.fill("#id_organization", "Example Studio")
-        page.click("button[type=submit]")
-        page.wait_for_url(f"{base}/dashboard/")
+        sign_up(page, base, "team@example.com", "Example Studio")
         page.click("text=API keys")
         page.fill("#id_name", "production backend")
         page.click("text=Create key")

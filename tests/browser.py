@@ -34,3 +34,13 @@ def browser_page(width: int = 1280, height: int = 900):
             yield page
         finally:
             browser.close()
+
+
+def sign_up(page, base_url: str, email: str, organization: str) -> None:
+    """Through the sign-up form, as a new team would; ends on the overview."""
+    page.goto(f"{base_url}/dashboard/signup")
+    page.fill("#id_email", email)
+    page.fill("#id_password", "a long enough password")
+    page.fill("#id_organization", organization)
+    page.click("button[type=submit]")
+    page.wait_for_url(f"{base_url}/dashboard/")

@@ -9,7 +9,7 @@ import re
 import httpx
 import pytest
 
-from tests.browser import browser_page
+from tests.browser import browser_page, sign_up
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -18,12 +18,7 @@ def test_a_new_team_signs_up_uses_a_key_plays_audio_and_revokes_the_key(live_sta
     base = live_stack.base_url
     text = "Browser test, 3 words."
     with browser_page() as page:
-        page.goto(f"{base}/dashboard/signup")
-        page.fill("#id_email", "grace@example.com")
-        page.fill("#id_password", "a long enough password")
-        page.fill("#id_organization", "Compilers Inc")
-        page.click("button[type=submit]")
-        page.wait_for_url(f"{base}/dashboard/")
+        sign_up(page, base, "grace@example.com", "Compilers Inc")
         assert page.locator("h1").inner_text() == "Compilers Inc"
 
         page.click("text=API keys")
@@ -73,12 +68,7 @@ def test_a_new_team_signs_up_uses_a_key_plays_audio_and_revokes_the_key(live_sta
 
 def test_pages_fit_a_phone_width(live_stack):
     with browser_page(width=390, height=844) as page:
-        page.goto(f"{live_stack.base_url}/dashboard/signup")
-        page.fill("#id_email", "phone@example.com")
-        page.fill("#id_password", "a long enough password")
-        page.fill("#id_organization", "Pocket Co")
-        page.click("button[type=submit]")
-        page.wait_for_url(f"{live_stack.base_url}/dashboard/")
+        sign_up(page, live_stack.base_url, "phone@example.com", "Pocket Co")
         for path in ("/dashboard/", "/dashboard/keys", "/dashboard/playground", "/dashboard/jobs"):
             page.goto(f"{live_stack.base_url}{path}")
             overflow = page.evaluate("document.documentElement.scrollWidth - window.innerWidth")

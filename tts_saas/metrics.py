@@ -13,6 +13,8 @@ from django.http import HttpResponse
 from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, Counter, Histogram, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
+from .middleware import ResponseMiddleware
+
 REQUESTS = Counter("tts_http_requests_total", "API requests answered", ["endpoint", "status"])
 LATENCY = Histogram(
     "tts_http_request_seconds",
@@ -59,32 +61,10 @@ def endpoint_of(request) -> str:
     return match.url_name if match and match.url_name else "other"
 
 
-class MetricsMiddleware:
-    """Counts every response and times it to its headers (streamed bodies: to the first chunk)."""
+class MetricsMiddleware(ResponseMiddleware):
+    """Counts every API response and times it to its headers (streamed bodies: to the first chunk)."""
 
-    sync_capable = True
-    async_capable = True
-
-    def __init__(self, get_response):
-        from asgiref.sync import iscoroutinefunction, markcoroutinefunction
-
-        self.get_response = get_response
-        self._async = iscoroutinefunction(get_response)
-        if self._async:
-            markcoroutinefunction(self)
-
-    def __call__(self, request):
-        if self._async:
-            return self.__acall__(request)
-        started = time.perf_counter()
-        return self._observe(request, self.get_response(request), started)
-
-    async def __acall__(self, request):
-        started = time.perf_counter()
-        return self._observe(request, await self.get_response(request), started)
-
-    @staticmethod
-    def _observe(request, response, started: float):
+    def process(self, request, response, started: float):
         if request.path.startswith("/v1/"):
             endpoint = endpoint_of(request)
             REQUESTS.labels(endpoint, str(response.status_code)).inc()

@@ -1,0 +1,31 @@
+"""A base for middleware that only looks at (request, response) on the way out, sync or async."""
+
+from __future__ import annotations
+
+import time
+
+from asgiref.sync import iscoroutinefunction, markcoroutinefunction
+
+
+class ResponseMiddleware:
+    sync_capable = True
+    async_capable = True
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+        self._async = iscoroutinefunction(get_response)
+        if self._async:
+            markcoroutinefunction(self)
+
+    def __call__(self, request):
+        if self._async:
+            return self.__acall__(request)
+        started = time.perf_counter()
+        return self.process(request, self.get_response(request), started)
+
+    async def __acall__(self, request):
+        started = time.perf_counter()
+        return self.process(request, await self.get_response(request), started)
+
+    def process(self, request, response, started: float):
+        raise NotImplementedError
