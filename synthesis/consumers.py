@@ -133,16 +133,21 @@ class SpeechStreamConsumer(AsyncWebsocketConsumer):
         try:
             self.outbox.put(message if isinstance(message, bytes) else json.dumps(message, ensure_ascii=False))
         except SlowClient:
-            asyncio.create_task(self._close_slow())
+            job_id = self.current.get("job_id") if self.current else None
+            self._closing = asyncio.create_task(self._close_slow(job_id))
             raise
 
-    async def _close_slow(self) -> None:
-        logger.warning("websocket closed: client too slow")
+    async def _close_slow(self, job_id: str | None) -> None:
+        """Stop the job and close with 4008; the close frame follows what the socket still holds."""
+        logger.warning("websocket closed: client too slow", extra={"job_id": job_id})
         for task in self.tasks:
             task.cancel()
-        if self.current and self.current.get("job_id"):
-            await streams.arequest_cancel(self.current["job_id"])
-        await self.close(code=SLOW_CLIENT)
+        if job_id:
+            await streams.arequest_cancel(job_id)
+        try:
+            await self.close(code=SLOW_CLIENT)
+        except Exception:  # the client vanished meanwhile: nothing left to tell it
+            pass
 
     async def _send_loop(self) -> None:
         while True:

@@ -160,3 +160,68 @@ def test_cancel_stops_the_utterance(live_stack):
                     return json.loads(frame)
 
     assert run(go()) == {"type": "end", "id": "long", "cancelled": True}
+
+
+def test_a_client_that_stops_reading_is_closed_with_4008_and_its_job_stopped(live_stack, tmp_path, settings):
+    """A raw socket that never reads: the server's bounded outbox fills, and the server closes the
+    connection (4008) and stops the job instead of buffering audio without limit."""
+    import base64
+    import os
+    import socket
+    import struct
+    import time
+
+    import redis
+
+    from synthesis.models import Job
+    from tests import stack
+
+    org = make_persona("Never Reads", max_input_chars=4096, monthly_characters=100_000, requests_per_minute=1000)
+    url = settings.REDIS_URL.rsplit("/", 1)[0] + "/12"
+    redis.Redis.from_url(url).flushdb()
+    env = stack.stack_env(url, TTS_WS_BUFFER_BYTES="65536", TTS_BENCH_FIXED_LENGTH="1")
+    worker = stack.start_worker(env, tmp_path, "slowclient")
+    web, base = stack.start_web(env, tmp_path)
+    sock = None
+    try:
+        stack.wait_for_workers(redis.Redis.from_url(url), "ready", proc=worker)
+        host, port = base.removeprefix("http://").split(":")
+        sock = socket.socket()
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # a tiny window, set before connecting
+        sock.connect((host, int(port)))
+        handshake = (
+            f"GET /v1/audio/stream HTTP/1.1\r\nHost: {host}:{port}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+            f"Sec-WebSocket-Key: {base64.b64encode(os.urandom(16)).decode()}\r\nSec-WebSocket-Version: 13\r\n"
+            f"Authorization: Bearer {org.key}\r\n\r\n"
+        )
+        sock.sendall(handshake.encode())
+        response = b""
+        while b"\r\n\r\n" not in response:
+            response += sock.recv(1)
+        assert b" 101 " in response.split(b"\r\n")[0]
+        text = " ".join(f"Sentence number {i} of a reading nobody listens to." for i in range(60))
+        payload = json.dumps({"type": "synthesize", "id": "x", "text": text}).encode()
+        mask = os.urandom(4)
+        masked = bytes(b ^ mask[i % 4] for i, b in enumerate(payload))
+        sock.sendall(bytes([0x81, 0xFE]) + struct.pack(">H", len(payload)) + mask + masked)
+        deadline = time.monotonic() + 120
+        job = None
+        while time.monotonic() < deadline:  # the client reads nothing meanwhile
+            job = Job.objects.filter(organization=org.org).first()
+            if job is not None and job.status in Job.FINAL:
+                break
+            time.sleep(0.2)
+        assert job is not None and job.status == Job.Status.CANCELLED  # the server stopped the work
+        sock.settimeout(10)
+        received = b""
+        while True:  # now drain: the stream ends with the server's close frame, code 4008
+            chunk = sock.recv(65536)
+            if not chunk:
+                break
+            received += chunk
+        assert b"\x88\x02" + struct.pack(">H", 4008) in received[-64:]
+    finally:
+        if sock is not None:
+            sock.close()
+        web.stop()
+        worker.stop()
