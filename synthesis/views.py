@@ -68,9 +68,10 @@ def _usage(characters: int, samples: int) -> dict:
     }
 
 
-async def audio_body(feed: actions.JobAudio, first: bytes, fmt: str, sse: bool):
-    """The response body of a live job: encoded chunks as they come (or SSE events). If the client
-    goes away, the job is asked to stop, so nobody's GPU time is spent on audio nobody hears."""
+async def audio_body(feed: actions.JobAudio, fmt: str, sse: bool, owner: bool):
+    """The response body of a job's audio: encoded chunks as they come (or SSE events). If the
+    `owner` of a live request goes away, the job is asked to stop, so no GPU time is spent on
+    audio nobody hears; a mere follower (GET /v1/jobs/{id}/stream) leaving changes nothing."""
     encoder = audio.StreamEncoder(fmt)
     finished = False
 
@@ -78,9 +79,6 @@ async def audio_body(feed: actions.JobAudio, first: bytes, fmt: str, sse: bool):
         return _sse({"type": "speech.audio.delta", "audio": base64.b64encode(data).decode()}) if sse else data
 
     try:
-        data = encoder.feed(first)
-        if data:
-            yield out(data)
         async for pcm in feed.chunks():
             data = encoder.feed(pcm)
             if data:
@@ -96,28 +94,28 @@ async def audio_body(feed: actions.JobAudio, first: bytes, fmt: str, sse: bool):
         if sse:
             yield _sse({"type": "error", "error": {"code": exc.code, "message": exc.message}})
     finally:
-        if not finished:
+        if owner and not finished:
             await streams.arequest_cancel(feed.job_id)
 
 
-def audio_response(feed: actions.JobAudio, first: bytes, fmt: str, sse: bool) -> StreamingHttpResponse:
+def audio_response(feed: actions.JobAudio, fmt: str, sse: bool, owner: bool) -> StreamingHttpResponse:
     content_type = "text/event-stream" if sse else audio.CONTENT_TYPES[fmt]
-    response = StreamingHttpResponse(audio_body(feed, first, fmt, sse), content_type=content_type)
+    response = StreamingHttpResponse(audio_body(feed, fmt, sse, owner), content_type=content_type)
     response["x-job-id"] = feed.job_id
     response["Cache-Control"] = "no-cache"
     return response
 
 
-async def first_chunk(feed: actions.JobAudio) -> bytes:
-    """Wait for the job's first audio, so that errors before it still get their own status code."""
+async def await_first_audio(feed: actions.JobAudio) -> None:
+    """Wait for the job's first audio, so that errors before it still get their own status code
+    (the response body then replays the job's stream from its start)."""
     chunks = actions.JobAudio(feed.job_id, queue_timeout=feed.queue_timeout).chunks()
     try:
-        first = await anext(chunks)
+        await anext(chunks)
     except StopAsyncIteration:
-        return b""
+        pass
     finally:
         await chunks.aclose()
-    return first
 
 
 @csrf_exempt
@@ -150,8 +148,8 @@ async def speech(request: HttpRequest) -> HttpResponse:
         response["x-audio-duration"] = f"{len(result.pcm16) / 2 / audio.SAMPLE_RATE:.3f}"
         response["x-cache"] = "hit"
     else:
-        await first_chunk(result)
-        response = audio_response(result, b"", fmt, sse)  # replays the stream from its start
+        await await_first_audio(result)
+        response = audio_response(result, fmt, sse, owner=True)
         response["x-cache"] = "miss"
     response["x-seed"] = str(result.seed)
     return response
@@ -172,7 +170,7 @@ async def job_stream(request: HttpRequest, job_id) -> HttpResponse:
             400, f"Unsupported format '{fmt}'. Valid formats: {', '.join(audio.FORMATS)}.", "invalid_value", "format"
         )
     feed = actions.JobAudio(job.id, characters=job.characters, queue_timeout=3600)
-    return audio_response(feed, b"", fmt, request.GET.get("stream_format") == "sse")
+    return audio_response(feed, fmt, request.GET.get("stream_format") == "sse", owner=False)
 
 
 @extend_schema(responses=OpenApiTypes.OBJECT)

@@ -231,3 +231,17 @@ def test_a_websocket_can_follow_an_async_job(live_stack, owner):
 
     audio, end = asyncio.run(go())
     assert end["type"] == "end" and audio == stored
+
+
+def test_a_follower_leaving_early_does_not_cancel_the_job(live_stack, owner):
+    import httpx
+
+    text = " ".join(f"Sentence {i} for a follower who leaves." for i in range(10))
+    with live_stack.client(owner.key) as client:
+        job = client.post("/jobs", json={"input": text, "response_format": "pcm", "seed": 2}).json()
+        headers = {"Authorization": f"Bearer {owner.key}"}
+        with httpx.stream("GET", f"{live_stack.base_url}/v1/jobs/{job['id']}/stream", headers=headers, timeout=60) as r:
+            assert r.status_code == 200
+            next(r.iter_raw())  # some audio, then the follower hangs up
+        final = wait_for(client, job["id"], {"succeeded", "failed", "cancelled"})
+    assert final["status"] == "succeeded"
