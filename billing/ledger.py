@@ -17,7 +17,7 @@ def settle(
     period: date,
     reserved: int,
     status: str,
-    billed: int | None = None,
+    billed: int,
     api_key_id: int | None,
     job_id=None,
     request_id: str = "",
@@ -27,11 +27,8 @@ def settle(
     cached: bool = False,
     latency_ms: int = 0,
 ) -> UsageEvent:
-    """Commit what is billed of the reservation (all of it on success by default, nothing on
-    failure), refund the rest, and append the ledger row. Call inside the transaction that moves
-    the request to its final state."""
-    if billed is None:
-        billed = reserved if status == UsageEvent.Status.SUCCEEDED else 0
+    """Commit what is billed of the reservation, refund the rest, and append the ledger row.
+    Call inside the transaction that moves the request to its final state."""
     with transaction.atomic():
         if billed:
             quota.commit(org_id, period, billed)

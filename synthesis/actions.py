@@ -9,6 +9,8 @@ row, slot release and callback happen together, exactly once.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import logging
 import secrets
 import time
@@ -43,7 +45,7 @@ class SpeechPlan:
 
     @property
     def cache_text(self) -> str:
-        return "\n".join(self.prepared.segments)
+        return cache.segments_text(self.prepared.segments)
 
     @property
     def characters(self) -> int:
@@ -52,10 +54,10 @@ class SpeechPlan:
 
 @dataclass(frozen=True)
 class SpeechResult:
+    """A speech request answered from the cache (a miss is a live `JobAudio` instead)."""
+
     pcm16: bytes
-    cache_hit: bool
     seed: int
-    job_id: str | None
 
 
 def check_plan(limits: Limits, data: dict) -> None:
@@ -133,14 +135,11 @@ def submit_job(
 ) -> Job:
     """Reserve the request's characters, record the job and enqueue it. On any failure the
     reservation is given back; once this returns, the job settles itself (worker, expiry, reaper).
-    With an idempotency key already used, the earlier job is returned and nothing is reserved."""
+    A concurrent retry with the same idempotency key that inserts first wins: its job is
+    returned and this reservation given back (`admit` has already answered plain retries)."""
     from .tasks import synthesize_job
 
     org = principal.organization
-    if how.idempotency_key:
-        earlier = existing_job(org, how.idempotency_key, how.request_hash)
-        if earlier is not None:
-            return earlier
     try:
         period = quota.reserve(org, plan.characters, limits.monthly_characters)
     except quota.QuotaExceeded as exc:
@@ -348,16 +347,13 @@ async def speak(
         if pcm is not None:  # no synthesis: no concurrency slot, charged and logged in one transaction
             seconds = len(pcm) / 2 / SAMPLE_RATE
             await in_thread(record_cache_hit)(principal, limits, plan, request_id, started, seconds)
-            return SpeechResult(pcm, True, plan.params.seed, None)
+            return SpeechResult(pcm, plan.params.seed)
     how = Submission(idempotency_key=idempotency_key, request_hash=request_digest(data) if idempotency_key else "")
     job = await admit(principal, limits, plan, request_id, how)
     return JobAudio(job.id, seed=job.params["seed"], characters=plan.characters)
 
 
 def request_digest(data: dict) -> str:
-    import hashlib
-    import json
-
     return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()
 
 
@@ -498,7 +494,7 @@ def run_job(job_id: str, engine, load_error: str | None = None) -> None:
         return
     key = ""
     if job.cacheable:
-        key = cache.cache_key(job.organization_id, engine.model_version, "\n".join(job.segments), params)
+        key = cache.cache_key(job.organization_id, engine.model_version, cache.segments_text(job.segments), params)
         if not cache.put(key, pcm):
             key = ""
     if not job.interactive:

@@ -54,6 +54,11 @@ return evicted
 """
 
 
+def segments_text(segments) -> str:
+    """The normalised text a cache key hashes: the job's segments, one per line."""
+    return "\n".join(segments)
+
+
 def cache_key(org_id: int, model_version: str, normalized_text: str, params: SynthesisParams) -> str:
     text_hash = hashlib.sha256(normalized_text.encode("utf-8")).hexdigest()
     params_hash = hashlib.sha256(json.dumps(asdict(params), sort_keys=True).encode()).hexdigest()[:16]

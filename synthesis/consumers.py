@@ -18,8 +18,9 @@ from types import SimpleNamespace
 from asgiref.sync import sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
+from django.core.exceptions import ValidationError
 
-from accounts.auth import principal_for
+from accounts.auth import authenticate_key, principal_for
 from accounts.models import ApiKey
 from billing.policy import admit_request
 from tts_saas.errors import ApiError, validation_error
@@ -65,12 +66,6 @@ class Outbox:
         return frame
 
 
-def _authenticate_header(header: str):
-    from accounts.auth import authenticate_key
-
-    return authenticate_key(header)
-
-
 def _principal_for_ticket(holder: dict):
     from accounts.auth import Principal
     from accounts.models import Membership
@@ -112,7 +107,7 @@ class SpeechStreamConsumer(AsyncWebsocketConsumer):
     async def _authenticate(self):
         headers = {k.decode().lower(): v.decode() for k, v in self.scope.get("headers", [])}
         if "authorization" in headers:
-            return await sync_to_async(_authenticate_header, thread_sensitive=False)(headers["authorization"])
+            return await sync_to_async(authenticate_key, thread_sensitive=False)(headers["authorization"])
         query = dict(
             part.split("=", 1) for part in self.scope.get("query_string", b"").decode().split("&") if "=" in part
         )
@@ -238,7 +233,7 @@ class SpeechStreamConsumer(AsyncWebsocketConsumer):
 
         try:
             job = await scoped(Job, self.principal.organization).filter(pk=job_id).afirst()
-        except Exception:  # not a UUID
+        except ValidationError:  # not a UUID
             job = None
         if job is None:
             raise ApiError(404, f"No job {job_id}.", "not_found")

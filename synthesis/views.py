@@ -18,6 +18,7 @@ from rest_framework.decorators import action, api_view
 from rest_framework.response import Response
 
 from accounts.tenancy import TenantScopedViewSet, scoped
+from billing.limits import limits_for
 from billing.policy import aauthenticate_request
 from inference.text import SAMPLES_PER_TOKEN
 from inference.voices import VOICES
@@ -213,7 +214,7 @@ class JobViewSet(mixins.RetrieveModelMixin, TenantScopedViewSet):
         callback_url = data.pop("callback_url")
         key = request.headers.get("Idempotency-Key", "")[:255]
         digest = actions.request_digest({**data, "callback_url": callback_url})
-        principal, limits = request.user, async_to_sync(_limits)(request.user)
+        principal, limits = request.user, limits_for(request.user.organization)
         actions.check_plan(limits, data)
         plan = actions.plan_speech(data)
         how = actions.Submission(interactive=False, callback_url=callback_url, idempotency_key=key, request_hash=digest)
@@ -257,12 +258,6 @@ class JobViewSet(mixins.RetrieveModelMixin, TenantScopedViewSet):
     def cancel(self, request, job_id=None):
         job = actions.cancel(self.get_object())
         return Response(JobSerializer(job).data, status=status.HTTP_202_ACCEPTED)
-
-
-async def _limits(principal):
-    from billing.limits import limits_for
-
-    return await sync_to_async(limits_for, thread_sensitive=False)(principal.organization)
 
 
 @staff_member_required
