@@ -91,7 +91,8 @@ class Membership(models.Model):
         return f"{self.user} in {self.organization} ({self.role})"
 
     @property
-    def can_manage_keys(self) -> bool:
+    def is_admin(self) -> bool:
+        """Owners and admins manage the organization's keys and invite people."""
         return self.role in (self.Role.OWNER, self.Role.ADMIN)
 
 

@@ -6,7 +6,12 @@ Another tenant's id is then simply not found: 404, never 403."""
 
 from __future__ import annotations
 
+from typing import ClassVar, cast
+
+from django.db import models
 from rest_framework import viewsets
+
+from .auth import Principal
 
 
 def scoped(model, organization):
@@ -15,7 +20,7 @@ def scoped(model, organization):
 
 
 class TenantScopedViewSet(viewsets.GenericViewSet):
-    model = None  # the tenant-owned model (with an `organization` foreign key)
+    model: ClassVar[type[models.Model]]  # the tenant-owned model (with an `organization` foreign key)
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
@@ -26,4 +31,4 @@ class TenantScopedViewSet(viewsets.GenericViewSet):
             )
 
     def get_queryset(self):
-        return scoped(self.model, self.request.user.organization)
+        return scoped(self.model, cast(Principal, self.request.user).organization)

@@ -13,9 +13,9 @@ from .serializers import ApiKeyCreateSerializer, ApiKeySerializer
 from .tenancy import TenantScopedViewSet
 
 
-class CanManageKeys(BasePermission):
+class IsOrganizationAdmin(BasePermission):
     def has_permission(self, request, view) -> bool:
-        if not getattr(request.user, "can_manage_keys", False):
+        if not getattr(request.user, "is_admin", False):
             raise ApiError(
                 403,
                 "Managing API keys needs an admin key (or an owner/admin in the dashboard).",
@@ -27,7 +27,7 @@ class CanManageKeys(BasePermission):
 class ApiKeyViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, TenantScopedViewSet):
     model = ApiKey
     serializer_class = ApiKeySerializer
-    permission_classes = [CanManageKeys]
+    permission_classes = [IsOrganizationAdmin]
     lookup_field = "prefix"
     lookup_url_kwarg = "key_id"
 

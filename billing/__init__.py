@@ -1,1 +1,1 @@
-"""Plans, quotas, rate limits, the usage ledger and Stripe (built in the tenancy and billing issues)."""
+"""Plans, limits, quotas, concurrency leases, rate limits, the usage ledger and usage summaries."""

@@ -8,4 +8,4 @@ class BillingConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from . import schema  # noqa: F401  (registers the OpenAPI auth extension)
+        from . import schema  # noqa: F401, PLC0415  (registers the OpenAPI auth extension once DRF is set up)

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import time
 
-from django.conf import settings
-
 from tts_saas.redis import get_async_redis, get_redis
 
 _ACQUIRE = """
@@ -20,7 +18,8 @@ if redis.call('ZSCORE', KEYS[1], member) == false and redis.call('ZCARD', KEYS[1
   return 0
 end
 redis.call('ZADD', KEYS[1], now + ttl, member)
-redis.call('EXPIRE', KEYS[1], math.ceil(ttl) + 1)
+local keep = math.ceil(ttl) + 1  -- the key outlives its longest lease, not its latest one
+if redis.call('TTL', KEYS[1]) < keep then redis.call('EXPIRE', KEYS[1], keep) end
 return 1
 """
 
@@ -29,13 +28,10 @@ def slots_key(org_id: int) -> str:
     return f"tts:slots:{org_id}"
 
 
-def lease_seconds() -> float:
-    return settings.TTS_QUEUE_TIMEOUT + settings.CELERY_TASK_TIME_LIMIT + 30
-
-
-async def acquire(org_id: int, member: str, limit: int, ttl: float | None = None) -> bool:
+async def acquire(org_id: int, member: str, limit: int, ttl: float) -> bool:
+    """Take a slot for `member` for `ttl` seconds, if fewer than `limit` are taken."""
     r = get_async_redis()
-    taken = await r.eval(_ACQUIRE, 1, slots_key(org_id), time.time(), ttl or lease_seconds(), limit, member)
+    taken = await r.eval(_ACQUIRE, 1, slots_key(org_id), time.time(), ttl, limit, member)
     return bool(taken)
 
 

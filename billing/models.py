@@ -9,6 +9,7 @@ finished request, written in the transaction that finishes it.
 
 from __future__ import annotations
 
+from django.core.exceptions import ImproperlyConfigured
 from django.db import models
 from django.utils import timezone
 
@@ -37,12 +38,10 @@ class Plan(models.Model):
 
 
 def default_plan() -> Plan:
+    """The plan new organizations start on (the migrations seed one)."""
     plan = Plan.objects.filter(is_default=True).first() or Plan.objects.order_by("monthly_price_cents").first()
-    if plan is None:  # an empty table (a flushed test database): seed it again
-        from .plans import ensure_plans
-
-        ensure_plans(Plan)
-        plan = Plan.objects.get(is_default=True)
+    if plan is None:
+        raise ImproperlyConfigured("No plans exist: run `manage.py migrate`, which seeds the default plans.")
     return plan
 
 

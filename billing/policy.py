@@ -1,35 +1,38 @@
-"""The policy every API call passes: a valid key of an active organization, then the
-organization's rate limit. REST views get it through DRF's authentication class, async views and
-WebSocket consumers by calling `aauthenticate_request`."""
+"""The policy every API call passes: a valid key of an active organization (accounts.auth), then
+the organization's rate limit. REST views get it through DRF's authentication class, async views
+by calling `aauthorize`, WebSocket utterances by calling `meter` with the connection's principal."""
 
 from __future__ import annotations
 
-from asgiref.sync import sync_to_async
+from django.http import HttpRequest
 
 from accounts.auth import ApiKeyAuthentication, Principal, authenticate_key
+from tts_saas.threads import in_thread
 
-from . import ratelimit
 from .limits import Limits, limits_for
+from .ratelimit import RateUsage, count_request
 
 
-def authenticate_request(request) -> tuple[Principal, Limits]:
-    return admit_request(request, authenticate_key(request.headers.get("Authorization")))
-
-
-def admit_request(request, principal: Principal) -> tuple[Principal, Limits]:
-    """Count one request of an authenticated caller against its rate limit (429 when over)."""
+def meter(principal: Principal) -> tuple[Limits, RateUsage]:
+    """The organization's limits, with this request counted against its rate limit (429 when over)."""
     limits = limits_for(principal.organization)
-    ratelimit.enforce(request, principal.organization.pk, limits.requests_per_minute)
+    return limits, count_request(principal.organization, limits.requests_per_minute)
+
+
+def authorize(request: HttpRequest) -> tuple[Principal, Limits]:
+    principal = authenticate_key(request.headers.get("Authorization"))
+    limits, rate = meter(principal)
+    request.rate_usage = rate  # type: ignore[attr-defined]  # read by RateLimitHeadersMiddleware
     return principal, limits
 
 
-async def aauthenticate_request(request) -> tuple[Principal, Limits]:
-    return await sync_to_async(authenticate_request, thread_sensitive=False)(request)
+async def aauthorize(request: HttpRequest) -> tuple[Principal, Limits]:
+    return await in_thread(authorize)(request)
 
 
 class MeteredApiKeyAuthentication(ApiKeyAuthentication):
     """API key authentication that also counts the request against the rate limit."""
 
     def authenticate(self, request):
-        principal, _ = authenticate_request(request._request)
+        principal, _ = authorize(request._request)
         return principal, principal.api_key

@@ -15,6 +15,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from accounts.models import Organization
+from tts_saas.errors import ApiError
 
 from .models import QuotaPeriod
 
@@ -35,6 +36,16 @@ class QuotaExceeded(Exception):
     limit: int
     requested: int
     resets_at: datetime
+
+    def error(self) -> ApiError:
+        """The API's answer: 429, with the time the quota resets."""
+        return ApiError(
+            429,
+            f"Monthly character quota exceeded: {self.used} of {self.limit} used, this request needs "
+            f"{self.requested}. The quota resets at {self.resets_at:%Y-%m-%dT%H:%M:%SZ}.",
+            "quota_exceeded",
+            headers={"Retry-After": str(max(1, int((self.resets_at - timezone.now()).total_seconds())))},
+        )
 
 
 def _row(org: Organization, start: date) -> None:

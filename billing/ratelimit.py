@@ -1,43 +1,62 @@
-"""Per-organization request rate limits with django-ratelimit (fixed windows in the Redis cache),
-at the plan's requests per minute. Every authenticated API response carries OpenAI's
+"""Per-organization request rate limits with django-ratelimit (fixed one-minute windows in the
+Redis cache) at the plan's requests per minute. `count_request` takes the organization, not a
+request, so REST views and WebSocket utterances count alike. API responses carry OpenAI's
 `x-ratelimit-*-requests` headers; over the limit is 429 with Retry-After."""
 
 from __future__ import annotations
 
-from django.http import HttpRequest
+from dataclasses import dataclass
+
 from django_ratelimit.core import get_usage
 
+from accounts.models import Organization
 from tts_saas.errors import ApiError
 from tts_saas.middleware import ResponseMiddleware
 
 GROUP = "api"
 
 
-def enforce(request: HttpRequest, org_id: int, requests_per_minute: int) -> dict:
-    """Count this request against its organization's window; raise ApiError(429) when over.
-    django-ratelimit is synchronous: async views call this through sync_to_async."""
+@dataclass(frozen=True)
+class RateUsage:
+    limit: int
+    count: int
+    time_left: int  # seconds to the next window
+
+    def headers(self) -> dict[str, str]:
+        return {
+            "x-ratelimit-limit-requests": str(self.limit),
+            "x-ratelimit-remaining-requests": str(max(0, self.limit - self.count)),
+            "x-ratelimit-reset-requests": f"{self.time_left}s",
+        }
+
+
+def count_request(organization: Organization, requests_per_minute: int) -> RateUsage:
+    """Count one request against the organization's window; ApiError(429) when over. Synchronous
+    (django-ratelimit is): async callers run it in a thread."""
     usage = get_usage(
-        request, group=GROUP, key=lambda group, req: f"org:{org_id}", rate=f"{requests_per_minute}/m", increment=True
+        None,  # the counter is keyed by organization alone: no request is looked at
+        group=GROUP,
+        key=lambda group, request: f"org:{organization.pk}",
+        rate=f"{requests_per_minute}/m",
+        increment=True,
     )
-    request.ratelimit_usage = usage
+    rate = RateUsage(limit=usage["limit"], count=usage["count"], time_left=usage["time_left"])
     if usage["should_limit"]:
         raise ApiError(
             429,
-            f"Rate limit reached: {usage['limit']} requests per minute for your organization. "
-            f"Retry in {usage['time_left']} s.",
+            f"Rate limit reached: {rate.limit} requests per minute for your organization. Retry in {rate.time_left} s.",
             "rate_limit_exceeded",
-            headers={"Retry-After": str(max(1, usage["time_left"]))},
+            headers={**rate.headers(), "Retry-After": str(max(1, rate.time_left))},
         )
-    return usage
+    return rate
 
 
 class RateLimitHeadersMiddleware(ResponseMiddleware):
     """Adds the rate-limit headers to every response whose request was counted."""
 
     def process(self, request, response, started: float):
-        usage = getattr(request, "ratelimit_usage", None)
-        if usage:
-            response["x-ratelimit-limit-requests"] = str(usage["limit"])
-            response["x-ratelimit-remaining-requests"] = str(max(0, usage["limit"] - usage["count"]))
-            response["x-ratelimit-reset-requests"] = f"{usage['time_left']}s"
+        rate = getattr(request, "rate_usage", None)
+        if rate is not None:
+            for name, value in rate.headers().items():
+                response[name] = value
         return response

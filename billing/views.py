@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import UTC
 
-from django.db.models import Count, Q, Sum
-from django.db.models.functions import TruncDate
 from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
@@ -15,9 +13,8 @@ from rest_framework.response import Response
 
 from accounts.tenancy import TenantScopedViewSet
 
-from . import concurrency, quota
-from .limits import limits_for, subscription_for
 from .models import UsageEvent
+from .usage import month_summary, usage_report
 
 
 class UsageQuerySerializer(serializers.Serializer):
@@ -36,21 +33,6 @@ class UsageQuerySerializer(serializers.Serializer):
         return attrs
 
 
-TOTALS = {
-    "requests": Count("id", filter=Q(status=UsageEvent.Status.SUCCEEDED)),
-    "failed_requests": Count("id", filter=Q(status=UsageEvent.Status.FAILED)),
-    "cached_requests": Count("id", filter=Q(cached=True)),
-    "characters": Sum("characters"),
-    "audio_seconds": Sum("audio_seconds"),
-}
-
-
-def _clean(row: dict) -> dict:
-    row["characters"] = row["characters"] or 0
-    row["audio_seconds"] = round(row["audio_seconds"] or 0.0, 3)
-    return row
-
-
 class UsageViewSet(TenantScopedViewSet):
     """GET /v1/usage?start=YYYY-MM-DD&end=YYYY-MM-DD&group_by=day|key (dates in UTC, inclusive)."""
 
@@ -62,39 +44,26 @@ class UsageViewSet(TenantScopedViewSet):
         query = UsageQuerySerializer(data=request.query_params)
         query.is_valid(raise_exception=True)
         start, end, group_by = (query.validated_data[k] for k in ("start", "end", "group_by"))
-        since = datetime.combine(start, datetime.min.time(), tzinfo=UTC)
-        until = datetime.combine(end + timedelta(days=1), datetime.min.time(), tzinfo=UTC)
-        events = self.get_queryset().filter(created_at__gte=since, created_at__lt=until)
-        if group_by == "day":
-            rows = events.annotate(date=TruncDate("created_at", tzinfo=UTC)).values("date").annotate(**TOTALS)
-            data = [_clean({**r, "date": r["date"].isoformat()}) for r in rows.order_by("date")]
-        else:
-            rows = events.values("api_key__prefix", "api_key__name").annotate(**TOTALS).order_by("api_key__prefix")
-            data = [_clean({"key_id": r.pop("api_key__prefix"), "key_name": r.pop("api_key__name"), **r}) for r in rows]
-        total = _clean(events.aggregate(**TOTALS))
-        return Response(
-            {"start": start.isoformat(), "end": end.isoformat(), "group_by": group_by, "data": data, "total": total}
-        )
+        return Response(usage_report(self.get_queryset(), start, end, group_by))
 
 
 @extend_schema(responses=OpenApiTypes.OBJECT)
 @api_view(["GET"])
 def subscription(request):
     """GET /v1/subscription — plan, this month's characters against the quota, reset time, limits."""
-    org = request.user.organization
-    limits = limits_for(org)
-    used, reserved, resets_at = quota.usage(org)
+    month = month_summary(request.user.organization)
+    limits = month.limits
     return Response(
         {
-            "plan": {"id": limits.plan, "name": subscription_for(org).plan.name},
-            "character_count": used,
-            "character_reserved": reserved,
+            "plan": {"id": limits.plan, "name": month.plan_name},
+            "character_count": month.used,
+            "character_reserved": month.reserved,
             "character_limit": limits.monthly_characters,
-            "next_character_count_reset_unix": int(resets_at.timestamp()),
-            "next_character_count_reset": resets_at.isoformat().replace("+00:00", "Z"),
+            "next_character_count_reset_unix": int(month.resets_at.timestamp()),
+            "next_character_count_reset": month.resets_at.isoformat().replace("+00:00", "Z"),
             "requests_per_minute": limits.requests_per_minute,
             "concurrent_jobs": limits.concurrent_jobs,
-            "jobs_in_flight": concurrency.in_flight(org.pk),
+            "jobs_in_flight": month.jobs_in_flight,
             "max_input_characters": limits.max_input_chars,
         }
     )

@@ -42,10 +42,10 @@ class ChatTTSEngine:
     def load(
         cls, model_dir: str = "", device: str = "", hf_cache_dir: str = "", fixed_length: bool = False
     ) -> ChatTTSEngine:
-        import ChatTTS
-        import torch
+        import ChatTTS  # noqa: PLC0415  (torch/ChatTTS: worker processes only)
+        import torch  # noqa: PLC0415  (torch/ChatTTS: worker processes only)
 
-        from .checkpoint import build_config
+        from .checkpoint import build_config  # noqa: PLC0415  (torch/ChatTTS: worker processes only)
 
         dev = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
         chat = ChatTTS.Chat(logging.getLogger("ChatTTS"))
@@ -82,7 +82,7 @@ class ChatTTSEngine:
 
     def speaker(self, voice_seed: int) -> str:
         """The voice's speaker embedding, sampled from the model's speaker statistics."""
-        import torch
+        import torch  # noqa: PLC0415  (torch/ChatTTS: worker processes only)
 
         if voice_seed not in self._speakers:
             with torch.random.fork_rng(devices=[]):
@@ -91,7 +91,7 @@ class ChatTTSEngine:
         return self._speakers[voice_seed]
 
     def _params(self, p: SynthesisParams, max_tokens: int):
-        import ChatTTS
+        import ChatTTS  # noqa: PLC0415  (torch/ChatTTS: worker processes only)
 
         code = ChatTTS.Chat.InferCodeParams(
             prompt=f"[speed_{p.speed}]",

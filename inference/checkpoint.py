@@ -16,6 +16,7 @@ import hashlib
 import json
 from dataclasses import asdict
 from pathlib import Path
+from typing import Any
 
 MANIFEST = "checkpoint.json"
 
@@ -61,7 +62,7 @@ ASSET_FILES = {
 
 def build_config(overrides: dict | None = None):
     """A ChatTTS Config with fresh sub-config objects (they are shared class-level defaults)."""
-    from ChatTTS.config import config as c
+    from ChatTTS.config import config as c  # noqa: PLC0415  (torch/ChatTTS: worker processes only)
 
     o = overrides or {}
     dv = o.get("dvae", {})
@@ -113,8 +114,8 @@ def _base_vocab() -> list[str]:
 
 
 def _write_tokenizer(directory: Path) -> None:
-    from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers
-    from transformers import BertTokenizerFast
+    from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers  # noqa: PLC0415  (torch/ChatTTS: worker processes only)
+    from transformers import BertTokenizerFast  # type: ignore[attr-defined]  # noqa: PLC0415  (torch/ChatTTS: worker processes only)
 
     vocab = {token: i for i, token in enumerate(_base_vocab())}
     tok = Tokenizer(models.WordPiece(vocab, unk_token="[UNK]", max_input_chars_per_word=100))
@@ -151,14 +152,14 @@ def _write_tokenizer(directory: Path) -> None:
 
 def make_checkpoint(size: str, out: str | Path, seed: int = 0) -> Path:
     """Write a random checkpoint of `size` ("tiny" or "full") under `out`; returns `out`."""
-    import numpy as np
-    import pybase16384 as b14
-    import torch
-    from ChatTTS.model import DVAE, Embed
-    from safetensors.torch import save_file
-    from transformers import LlamaConfig, LlamaModel
-    from vocos import Vocos
-    from vocos.pretrained import instantiate_class
+    import numpy as np  # noqa: PLC0415  (torch/ChatTTS: worker processes only)
+    import pybase16384 as b14  # noqa: PLC0415  (torch/ChatTTS: worker processes only)
+    import torch  # noqa: PLC0415  (torch/ChatTTS: worker processes only)
+    from ChatTTS.model import DVAE, Embed  # noqa: PLC0415  (torch/ChatTTS: worker processes only)
+    from safetensors.torch import save_file  # noqa: PLC0415  (torch/ChatTTS: worker processes only)
+    from transformers import LlamaConfig, LlamaModel  # noqa: PLC0415  (torch/ChatTTS: worker processes only)
+    from vocos import Vocos  # noqa: PLC0415  (torch/ChatTTS: worker processes only)
+    from vocos.pretrained import instantiate_class  # noqa: PLC0415  (torch/ChatTTS: worker processes only)
 
     if size not in SIZES:
         raise ValueError(f"unknown checkpoint size {size!r}; choose one of {sorted(SIZES)}")
@@ -196,7 +197,7 @@ def make_checkpoint(size: str, out: str | Path, seed: int = 0) -> Path:
     )
     save(vocos, asset / "Vocos.safetensors")
     # GPT.load_pretrained deletes LlamaModel's own token embedding; keep it minimal when tiny.
-    extra = {"vocab_size": 32} if size == "tiny" else {}
+    extra: dict[str, Any] = {"vocab_size": 32} if size == "tiny" else {}
     LlamaModel(LlamaConfig(**asdict(cfg.gpt), **extra)).save_pretrained(str(asset / "gpt"))
     _write_tokenizer(asset / "tokenizer")
 

@@ -2,7 +2,7 @@
 
 A request is a list of segments, and the ChatTTS engine runs up to four segments in one
 left-padded batch (2.5–5× the throughput of one at a time on CPU). `SynthesisParams` is frozen and
-hashable so that queued jobs with equal parameters can later be grouped into one model call.
+hashable so that queued jobs with equal parameters can be grouped into one model call.
 """
 
 from __future__ import annotations

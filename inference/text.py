@@ -58,9 +58,9 @@ def _normalizer(lang: str):
     with _lock:
         if lang not in _normalizers:
             if lang == "zh":
-                from tn.chinese.normalizer import Normalizer
+                from tn.chinese.normalizer import Normalizer  # noqa: PLC0415  (grammars load on first use)
             else:
-                from tn.english.normalizer import Normalizer
+                from tn.english.normalizer import Normalizer  # noqa: PLC0415  (grammars load on first use)
             _normalizers[lang] = Normalizer(overwrite_cache=False)
         return _normalizers[lang]
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import struct
 
+import av
 import numpy as np
 
 SAMPLE_RATE = 24000
@@ -79,8 +80,6 @@ class StreamEncoder:
         self._started = False
         if fmt in ("pcm", "wav"):
             return
-        import av
-
         container_name, codec, rate, bit_rate = _AV[fmt]
         self._sink = _Sink()
         options = {"page_duration": "100000"} if container_name == "ogg" else {}  # Ogg pages every 0.1 s
@@ -106,8 +105,6 @@ class StreamEncoder:
             head = b"" if self._started or self.fmt == "pcm" else wav_header(None, self.sample_rate)
             self._started = True
             return head + pcm16
-        import av
-
         if not pcm16:
             return b""
         samples = np.frombuffer(pcm16, dtype="<i2").reshape(1, -1)

@@ -1,4 +1,4 @@
-"""The audio cache (the seed design's Redis cache), bounded in entry size and in total bytes.
+"""The audio cache in Redis, bounded in entry size and in total bytes.
 
 Key: `tts:audio:<organization>:<model version>:<sha256 of the normalised text>:<hash of every
 generation parameter>`. Only deterministic requests (a seed given) are cached. Entries are per

@@ -42,7 +42,7 @@ def verify(secret: str, header: str, body: bytes, tolerance: int = 300) -> bool:
         return False
     if abs(time.time() - timestamp) > tolerance:
         return False
-    return hmac.compare_digest(sign(secret, body, timestamp), header)
+    return hmac.compare_digest(sign(secret, body, timestamp).encode(), header.encode())
 
 
 def url_problem(url: str) -> str | None:

@@ -1,5 +1,5 @@
 """The OpenAPI description of POST /v1/audio/speech (an async Django view, which drf-spectacular
-cannot introspect), appended to the generated schema. Plain data: imported by settings."""
+cannot introspect), added to the generated schema by a drf-spectacular postprocessing hook."""
 
 from __future__ import annotations
 
@@ -79,3 +79,11 @@ PATHS = {
         }
     }
 }
+
+
+def add_speech_endpoint(result, generator, request, public):
+    """drf-spectacular postprocessing hook: the speech endpoint and its schemas join the rest."""
+    result.setdefault("paths", {}).update(PATHS)
+    for section, entries in COMPONENTS.items():
+        result.setdefault("components", {}).setdefault(section, {}).update(entries)
+    return result

@@ -11,6 +11,7 @@ from inference.text import REFINE_TAG
 from inference.voices import VOICES
 
 from .audio import FORMATS
+from .callbacks import url_problem
 
 
 def speed_level(speed: float) -> int:
@@ -92,8 +93,6 @@ class JobRequestSerializer(SpeechRequestSerializer):
     callback_url = serializers.URLField(required=False, default="", allow_blank=True, max_length=2000)
 
     def validate_callback_url(self, value: str) -> str:
-        from .callbacks import url_problem
-
         problem = url_problem(value) if value else None
         if problem:
             raise serializers.ValidationError(problem)

@@ -39,6 +39,11 @@ def publish(job_id, event_type: str, **fields) -> None:
     pipe.execute()
 
 
+def publish_error(job_id, status: int, code: str, message: str) -> None:
+    """The job ended without (all of) its audio: readers raise this as an API error."""
+    publish(job_id, "error", status=status, code=code, message=message)
+
+
 async def read(job_id, after: str = "0-0", block_ms: int = 1000) -> AsyncIterator[Event | None]:
     """Yield events after `after` in order; yields None whenever `block_ms` pass with nothing new,
     so the caller can enforce its own deadlines."""

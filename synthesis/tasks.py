@@ -1,26 +1,36 @@
-"""Celery tasks and worker lifecycle.
+"""Celery tasks and the synthesis worker's lifecycle.
 
 A worker started with `-Q tts` loads the engine in each pool process after the fork (never CUDA
 in the forking parent), warms it up, and announces itself with a heartbeat. The parent checks the
 model directory before forking, so a wrong TTS_MODEL_DIR stops the worker at start with a clear
 message. A process whose model failed to load announces "unavailable" with the reason, so the web
-answers 503 with that reason rather than queueing.
+answers 503 with that reason rather than queueing. Each task runs with the request id of the API
+call that sent it (a message header), so its log lines carry that id.
 """
 
 from __future__ import annotations
 
 import logging
 import sys
+from contextvars import Token
 
 from celery import shared_task
-from celery.signals import worker_init, worker_process_init, worker_process_shutdown
+from celery.signals import task_postrun, task_prerun, worker_init, worker_process_init, worker_process_shutdown
 from django.conf import settings
+
+from inference.chattts_engine import ChatTTSEngine, check_model_dir
+from inference.engine import ModelUnavailable
+from tts_saas.request_id import request_id_var
+
+from . import callbacks, maintenance, workers
+from .worker import run_job
 
 logger = logging.getLogger(__name__)
 
 _serves_tts = False
-_engine = None
+_engine: ChatTTSEngine | None = None
 _load_error: str | None = None
+_request_tokens: dict[str, Token] = {}
 
 
 @worker_init.connect
@@ -30,8 +40,6 @@ def check_model_source(sender=None, **kwargs) -> None:
     _serves_tts = "tts" in (queues or {})
     if not _serves_tts or not settings.TTS_MODEL_DIR:
         return
-    from inference.chattts_engine import check_model_dir
-
     problem = check_model_dir(settings.TTS_MODEL_DIR)
     if problem:
         logger.critical("cannot start a synthesis worker: %s", problem)
@@ -44,11 +52,6 @@ def load_engine(**kwargs) -> None:
     global _engine, _load_error
     if not _serves_tts:
         return
-    from inference.chattts_engine import ChatTTSEngine
-    from inference.engine import ModelUnavailable
-
-    from . import workers
-
     try:
         engine = ChatTTSEngine.load(
             settings.TTS_MODEL_DIR, settings.TTS_DEVICE, settings.TTS_HF_CACHE_DIR, settings.TTS_BENCH_FIXED_LENGTH
@@ -70,33 +73,39 @@ def load_engine(**kwargs) -> None:
 @worker_process_shutdown.connect
 def leave(**kwargs) -> None:
     if _serves_tts:
-        from . import workers
-
         try:
             workers.unregister()
         except Exception:  # shutting down; the registration times out by itself
             pass
 
 
+@task_prerun.connect
+def adopt_request_id(task_id=None, task=None, **kwargs) -> None:
+    request_id = getattr(task.request, "request_id", None) if task is not None else None
+    if request_id and task_id:
+        _request_tokens[task_id] = request_id_var.set(request_id)
+
+
+@task_postrun.connect
+def drop_request_id(task_id=None, **kwargs) -> None:
+    token = _request_tokens.pop(task_id, None)
+    if token is not None:
+        request_id_var.reset(token)
+
+
 @shared_task(name="synthesis.tasks.synthesize_job", acks_late=True)
 def synthesize_job(job_id: str) -> None:
-    from .actions import run_job
-
     run_job(job_id, _engine, _load_error or "this worker has no model loaded (is it serving -Q tts?)")
 
 
 @shared_task(name="synthesis.tasks.reap_stale_jobs")
 def reap_stale_jobs() -> dict[str, int]:
-    from .actions import reap_stale_jobs as reap
-
-    return reap()
+    return maintenance.reap_stale_jobs()
 
 
 @shared_task(bind=True, name="synthesis.tasks.deliver_callback", max_retries=None, acks_late=True)
 def deliver_callback(self, job_id: str) -> bool:
-    from .callbacks import deliver
-
-    if deliver(job_id):
+    if callbacks.deliver(job_id):
         return True
     attempt = self.request.retries + 1
     if attempt >= settings.TTS_CALLBACK_MAX_ATTEMPTS:
@@ -105,8 +114,6 @@ def deliver_callback(self, job_id: str) -> bool:
     raise self.retry(countdown=settings.TTS_CALLBACK_BACKOFF_SECONDS * 2 ** (attempt - 1))
 
 
-@shared_task(name="synthesis.tasks.expire_old_jobs")
-def expire_old_jobs() -> int:
-    from .actions import expire_old_jobs as expire
-
-    return expire()
+@shared_task(name="synthesis.tasks.delete_old_jobs")
+def delete_old_jobs() -> int:
+    return maintenance.delete_old_jobs()

@@ -6,9 +6,8 @@ import base64
 import json
 import logging
 
-from asgiref.sync import async_to_sync, sync_to_async
-from django.contrib.admin.views.decorators import staff_member_required
-from django.http import FileResponse, HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
+from asgiref.sync import async_to_sync
+from django.http import FileResponse, HttpRequest, HttpResponse, StreamingHttpResponse
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_POST
 from drf_spectacular.types import OpenApiTypes
@@ -17,16 +16,23 @@ from rest_framework import mixins, serializers, status
 from rest_framework.decorators import action, api_view
 from rest_framework.response import Response
 
+from accounts.auth import issue_ticket
 from accounts.tenancy import TenantScopedViewSet, scoped
+from accounts.tickets import TICKET_SECONDS
 from billing.limits import limits_for
-from billing.policy import aauthenticate_request
+from billing.policy import aauthorize
 from inference.text import SAMPLES_PER_TOKEN
 from inference.voices import VOICES
 from tts_saas.errors import ApiError, validation_error
+from tts_saas.threads import in_thread
 
-from . import actions, audio, streams, tickets
+from . import audio, streams
+from .feed import JobAudioFeed
+from .jobs import Submission, cancel_job, request_digest
 from .models import Job
+from .prepared import CachedSpeech, enforce_plan_limits, prepare_speech
 from .serializers import JobRequestSerializer, JobSerializer, SpeechRequestSerializer
+from .speech import admit_job, speak
 
 logger = logging.getLogger(__name__)
 
@@ -69,7 +75,7 @@ def _usage(characters: int, samples: int) -> dict:
     }
 
 
-async def audio_body(feed: actions.JobAudio, fmt: str, sse: bool, owner: bool):
+async def audio_body(feed: JobAudioFeed, fmt: str, sse: bool, owner: bool):
     """The response body of a job's audio: encoded chunks as they come (or SSE events). If the
     `owner` of a live request goes away, the job is asked to stop, so no GPU time is spent on
     audio nobody hears; a mere follower (GET /v1/jobs/{id}/stream) leaving changes nothing."""
@@ -99,24 +105,12 @@ async def audio_body(feed: actions.JobAudio, fmt: str, sse: bool, owner: bool):
             await streams.arequest_cancel(feed.job_id)
 
 
-def audio_response(feed: actions.JobAudio, fmt: str, sse: bool, owner: bool) -> StreamingHttpResponse:
+def audio_response(feed: JobAudioFeed, fmt: str, sse: bool, owner: bool) -> StreamingHttpResponse:
     content_type = "text/event-stream" if sse else audio.CONTENT_TYPES[fmt]
     response = StreamingHttpResponse(audio_body(feed, fmt, sse, owner), content_type=content_type)
     response["x-job-id"] = feed.job_id
     response["Cache-Control"] = "no-cache"
     return response
-
-
-async def await_first_audio(feed: actions.JobAudio) -> None:
-    """Wait for the job's first audio, so that errors before it still get their own status code
-    (the response body then replays the job's stream from its start)."""
-    chunks = actions.JobAudio(feed.job_id, queue_timeout=feed.queue_timeout).chunks()
-    try:
-        await anext(chunks)
-    except StopAsyncIteration:
-        pass
-    finally:
-        await chunks.aclose()
 
 
 @csrf_exempt
@@ -125,19 +119,19 @@ async def await_first_audio(feed: actions.JobAudio) -> None:
 async def speech(request: HttpRequest) -> HttpResponse:
     """POST /v1/audio/speech — OpenAI-compatible. A cache hit returns the whole file; otherwise
     the audio streams out as the worker generates it."""
-    principal, limits = await aauthenticate_request(request)
+    principal, limits = await aauthorize(request)
     serializer = SpeechRequestSerializer(data=parse_json(request))
     if not serializer.is_valid():
         raise validation_error(serializer.errors)
     data = serializer.validated_data
     fmt, sse = data["response_format"], data["stream_format"] == "sse"
     key = request.headers.get("Idempotency-Key", "")[:255]
-    result = await actions.speak(principal, limits, data, request.request_id, idempotency_key=key)
-    if isinstance(result, actions.SpeechResult):
+    result = await speak(principal, limits, data, request.request_id, idempotency_key=key)
+    if isinstance(result, CachedSpeech):
         if fmt in ("pcm", "wav"):  # no codec work: stay on the event loop
             body = audio.encode(result.pcm16, fmt)
         else:
-            body = await sync_to_async(audio.encode, thread_sensitive=False)(result.pcm16, fmt)
+            body = await in_thread(audio.encode)(result.pcm16, fmt)
         if sse:
             events = _sse({"type": "speech.audio.delta", "audio": base64.b64encode(body).decode()})
             usage = _usage(len(data["input"]), len(result.pcm16) // 2)
@@ -149,7 +143,7 @@ async def speech(request: HttpRequest) -> HttpResponse:
         response["x-audio-duration"] = f"{len(result.pcm16) / 2 / audio.SAMPLE_RATE:.3f}"
         response["x-cache"] = "hit"
     else:
-        await await_first_audio(result)
+        await result.first_audio()  # errors before the first audio keep their own status code
         response = audio_response(result, fmt, sse, owner=True)
         response["x-cache"] = "miss"
     response["x-seed"] = str(result.seed)
@@ -161,7 +155,7 @@ async def speech(request: HttpRequest) -> HttpResponse:
 async def job_stream(request: HttpRequest, job_id) -> HttpResponse:
     """GET /v1/jobs/{id}/stream?format=pcm|wav|mp3|... — follow a job's audio from its start, live
     or after the fact (while its stream is kept, TTS_STREAM_TTL)."""
-    principal, _ = await aauthenticate_request(request)
+    principal, _ = await aauthorize(request)
     job = await scoped(Job, principal.organization).filter(pk=job_id).afirst()
     if job is None:
         raise ApiError(404, f"No job {job_id}.", "not_found")
@@ -170,7 +164,7 @@ async def job_stream(request: HttpRequest, job_id) -> HttpResponse:
         raise ApiError(
             400, f"Unsupported format '{fmt}'. Valid formats: {', '.join(audio.FORMATS)}.", "invalid_value", "format"
         )
-    feed = actions.JobAudio(job.id, characters=job.characters, queue_timeout=3600)
+    feed = JobAudioFeed(job.id, characters=job.characters, queue_timeout=3600)
     return audio_response(feed, fmt, request.GET.get("stream_format") == "sse", owner=False)
 
 
@@ -186,9 +180,9 @@ def voices(request) -> Response:
 @api_view(["POST"])
 def stream_ticket(request) -> Response:
     """POST /v1/audio/stream/tickets — a single-use ticket for a browser WebSocket (60 s)."""
-    ticket = tickets.issue(api_key_id=request.auth.pk)
+    ticket = issue_ticket(request.user)
     return Response(
-        {"ticket": ticket, "expires_in": tickets.TICKET_SECONDS, "url": f"/v1/audio/stream?ticket={ticket}"},
+        {"ticket": ticket, "expires_in": TICKET_SECONDS, "url": f"/v1/audio/stream?ticket={ticket}"},
         status=status.HTTP_201_CREATED,
     )
 
@@ -213,12 +207,12 @@ class JobViewSet(mixins.RetrieveModelMixin, TenantScopedViewSet):
         data = dict(incoming.validated_data)
         callback_url = data.pop("callback_url")
         key = request.headers.get("Idempotency-Key", "")[:255]
-        digest = actions.request_digest({**data, "callback_url": callback_url})
+        digest = request_digest({**data, "callback_url": callback_url})
         principal, limits = request.user, limits_for(request.user.organization)
-        actions.check_plan(limits, data)
-        plan = actions.plan_speech(data)
-        how = actions.Submission(interactive=False, callback_url=callback_url, idempotency_key=key, request_hash=digest)
-        job = async_to_sync(actions.admit)(principal, limits, plan, request._request.request_id, how)
+        enforce_plan_limits(limits, data)
+        speech = prepare_speech(data)
+        how = Submission(interactive=False, callback_url=callback_url, idempotency_key=key, request_hash=digest)
+        job = async_to_sync(admit_job)(principal, limits, speech, request._request.request_id, how)
         response = Response(JobSerializer(job).data, status=status.HTTP_202_ACCEPTED)
         if job.request_id != request._request.request_id:
             response["Idempotent-Replayed"] = "true"
@@ -256,19 +250,5 @@ class JobViewSet(mixins.RetrieveModelMixin, TenantScopedViewSet):
 
     @action(detail=True, methods=["post"])
     def cancel(self, request, job_id=None):
-        job = actions.cancel(self.get_object())
+        job = cancel_job(self.get_object())
         return Response(JobSerializer(job).data, status=status.HTTP_202_ACCEPTED)
-
-
-@staff_member_required
-def operations(request: HttpRequest) -> HttpResponse:
-    """The operators' page: queues, workers, throughput, latency, errors, cache, open streams."""
-    from django.shortcuts import render
-
-    from .operations import snapshot
-
-    return render(request, "dashboard/operations.html", {"ops": snapshot(), "nav": "ops"})
-
-
-def health(request: HttpRequest) -> JsonResponse:
-    return JsonResponse({"status": "ok"})

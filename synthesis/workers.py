@@ -86,7 +86,7 @@ def live_workers() -> list[WorkerState]:
     return _parse(names, r.hmget(INFO, names) if names else [])
 
 
-async def alive_workers() -> list[WorkerState]:
+async def live_workers_async() -> list[WorkerState]:
     r = get_async_redis()
     names = await r.zrangebyscore(REGISTRY, time.time(), "+inf")
     return _parse(names, await r.hmget(INFO, names) if names else [])

@@ -5,6 +5,8 @@ from __future__ import annotations
 import contextlib
 import os
 
+from playwright.sync_api import sync_playwright
+
 CHROMIUM = os.environ.get("TTS_CHROMIUM", "/usr/bin/chromium")
 ARGS = [
     "--headless",
@@ -22,8 +24,6 @@ ARGS = [
 @contextlib.contextmanager
 def browser_page(width: int = 1280, height: int = 900):
     """A fresh page; console errors and uncaught page errors are collected in `page.errors`."""
-    from playwright.sync_api import sync_playwright
-
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
         try:

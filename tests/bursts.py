@@ -16,7 +16,7 @@ def burst(method: str, url: str, key: str, bodies: list[dict | None], lead: floa
     start = time.time() + lead  # time for every process to start and import httpx
     procs = [
         subprocess.Popen(
-            [sys.executable, str(HERE / "burst.py"), method, url, key, json.dumps(b) if b else "", str(start)],
+            [sys.executable, str(HERE / "burst_client.py"), method, url, key, json.dumps(b) if b else "", str(start)],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,

@@ -14,7 +14,12 @@ import httpx
 import pytest
 from django.conf import settings
 
+from accounts.models import Organization
+from billing.limits import subscription_for
+from billing.models import Plan
+from billing.plans import ensure_plans
 from tests import stack
+from tts_saas.redis import get_redis
 
 
 def pytest_configure(config):
@@ -26,10 +31,36 @@ def pytest_configure(config):
         )
 
 
+# Fixtures through which a test touches the database (directly or through the live web process).
+DATABASE_FIXTURES = frozenset(
+    {"db", "transactional_db", "django_db_setup", "live_stack", "owner", "member", "outsider"}
+)
+
+
+def uses_database(request: pytest.FixtureRequest) -> bool:
+    return request.node.get_closest_marker("django_db") is not None or not DATABASE_FIXTURES.isdisjoint(
+        request.fixturenames
+    )
+
+
+@pytest.fixture(autouse=True)
+def default_plans(request: pytest.FixtureRequest, django_db_blocker) -> None:
+    """The default plans exist in every test that uses the database. The migrations seed them,
+    but transactional tests flush every table when they end, and production code does not seed
+    again. The live web process shares the test database, so seeding from here serves it too."""
+    if not uses_database(request):
+        return
+    # Database access first (the django_db marker's own fixture may run after this one).
+    if "transactional_db" in request.fixturenames:
+        request.getfixturevalue("transactional_db")
+    elif "db" in request.fixturenames or request.node.get_closest_marker("django_db") is not None:
+        request.getfixturevalue("db")  # a marker's transaction=True still applies
+    with django_db_blocker.unblock():
+        ensure_plans(Plan)
+
+
 @pytest.fixture(scope="session")
 def redis_client():
-    from tts_saas.redis import get_redis
-
     return get_redis()
 
 
@@ -68,9 +99,6 @@ class Persona:
 
 def make_persona(name: str, kind: str = "admin", **limits) -> Persona:
     """An organization with one key; `limits` override its plan's (e.g. requests_per_minute=5)."""
-    from accounts.models import Organization
-    from billing.limits import subscription_for
-
     org = Organization.objects.create(name=name, slug=name.lower().replace(" ", "-"))
     _, raw = org.create_api_key(f"{name} key", kind=kind)
     if limits:

@@ -4,6 +4,7 @@ port and by the worker registry, never by PID (PID 1 here does not reap)."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
@@ -13,6 +14,7 @@ import time
 from pathlib import Path
 
 import httpx
+from django.conf import settings
 
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
@@ -25,8 +27,6 @@ def free_port() -> int:
 
 
 def database_url() -> str:
-    from django.conf import settings
-
     db = settings.DATABASES["default"]
     if db["ENGINE"].endswith("sqlite3"):
         return f"sqlite:///{db['NAME']}"
@@ -133,8 +133,6 @@ def start_worker(env: dict[str, str], log_dir: Path, name: str, queue: str = "tt
 
 
 def wait_for_workers(redis_client, status: str, count: int = 1, timeout: float = 90, proc: Proc | None = None):
-    import json
-
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         names = redis_client.zrangebyscore("tts:workers", time.time(), "+inf")

@@ -7,9 +7,11 @@ import re
 
 import pytest
 from django.contrib.auth import get_user_model
+from django.core import mail
 
 from accounts.auth import authenticate_key
 from accounts.models import ApiKey, Membership, Organization
+from billing import quota
 from billing.models import UsageEvent
 from tts_saas.errors import ApiError
 
@@ -104,7 +106,6 @@ def test_the_overview_shows_this_months_usage_from_the_ledger(client):
         UsageEvent.objects.create(
             organization=org, characters=chars, audio_seconds=30, model="chattts", voice="alloy", cached=cached
         )
-    from billing import quota
 
     quota.charge(org, 200, 10_000)
     page = client.get("/dashboard/")
@@ -151,10 +152,6 @@ def test_operators_suspend_and_unsuspend_from_the_admin(client):
 
 
 def test_an_owner_invites_a_teammate_who_joins_and_can_be_removed(client):
-    import re
-
-    from django.core import mail
-
     signup(client)
     org = Organization.objects.get()
     response = client.post("/dashboard/members", {"email": "Bob@Example.com", "role": "member"})
@@ -182,10 +179,6 @@ def test_an_owner_invites_a_teammate_who_joins_and_can_be_removed(client):
 
 
 def test_password_reset_by_email(client):
-    import re
-
-    from django.core import mail
-
     signup(client)
     client.logout()
     client.post("/accounts/password_reset/", {"email": "ada@example.com"})

@@ -10,8 +10,8 @@ import pytest
 
 from inference.chattts_engine import ChatTTSEngine, check_model_dir
 from inference.checkpoint import ASSET_FILES, MANIFEST
-from inference.engine import ModelUnavailable, SynthesisParams, SynthesisRequest
-from inference.text import SAMPLES_PER_TOKEN, prepare, token_budget
+from inference.engine import FADE_SECONDS, PAUSE_SECONDS, ModelUnavailable, SynthesisParams, SynthesisRequest
+from inference.text import SAMPLE_RATE, SAMPLES_PER_TOKEN, prepare, token_budget
 
 CHECKPOINT = os.environ.get("TTS_TEST_CHECKPOINT", "")
 
@@ -53,23 +53,37 @@ def test_seed_voice_and_speed_change_the_output(engine):
     assert not np.array_equal(base, audio(engine, "Vary me.", seed=1, speed=9))
 
 
-def test_each_segment_is_held_to_its_token_budget(engine):
+def segments_and_pauses(engine, segments: list[str]) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """`synthesize` yields each segment's audio with a pause between two: split them apart."""
+    pieces = list(engine.synthesize(SynthesisRequest(segments, SynthesisParams(voice_seed=1, seed=1))))
+    assert len(pieces) == 2 * len(segments) - 1
+    return pieces[0::2], pieces[1::2]
+
+
+def test_every_segment_gives_audio_held_to_its_token_budget(engine):
     text = "Short. " + "This second sentence is a good deal longer than the first one was. " * 3
     prepared = prepare(text)
-    request = SynthesisRequest(prepared.segments, SynthesisParams(voice_seed=1, seed=1))
-    pieces = [p for p in engine.synthesize(request) if p.any()]
-    assert len(pieces) == len(prepared.segments)
-    for piece, segment in zip(pieces, prepared.segments, strict=True):
-        assert 0 < len(piece) <= token_budget(segment) * SAMPLES_PER_TOKEN
+    assert len(prepared.segments) > 1
+    audio, _ = segments_and_pauses(engine, prepared.segments)
+    for piece, segment in zip(audio, prepared.segments, strict=True):
+        assert np.abs(piece).max() > 1e-3, f"segment {segment!r} is silent"
+        assert len(piece) <= token_budget(segment) * SAMPLES_PER_TOKEN
 
 
-def test_segments_are_joined_without_clicks(engine):
+def test_segments_fade_in_and_out_around_silent_pauses_so_joins_do_not_click(engine):
     prepared = prepare("First part here. Second part here.")
-    request = SynthesisRequest(prepared.segments * 2, SynthesisParams(voice_seed=1, seed=1))
-    pieces = list(engine.synthesize(request))
-    for piece in pieces:
-        if piece.any():  # every sentence fades in and out: no step at the joins
-            assert abs(piece[0]) < 1e-6 and abs(piece[-1]) < 1e-6
+    audio, pauses = segments_and_pauses(engine, prepared.segments * 2)
+    fade = int(FADE_SECONDS * SAMPLE_RATE)
+    ramp = np.linspace(0.0, 1.0, fade, dtype=np.float32)
+    for piece in audio:
+        peak = np.abs(piece).max()
+        assert peak > 1e-3 and len(piece) > 2 * fade  # real audio, longer than its two fades
+        assert abs(piece[0]) < 1e-6 and abs(piece[-1]) < 1e-6
+        # Within each fade the signal stays under the ramp: it rises from and falls to silence.
+        assert np.all(np.abs(piece[:fade]) <= ramp * peak + 1e-6)
+        assert np.all(np.abs(piece[-fade:]) <= ramp[::-1] * peak + 1e-6)
+    for gap in pauses:
+        assert len(gap) == int(PAUSE_SECONDS * SAMPLE_RATE) and not gap.any()
 
 
 def test_a_missing_model_directory_is_a_clear_error(tmp_path):

@@ -3,18 +3,28 @@ idempotency, signed callbacks with retries, tenant isolation."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+import os
 import threading
 import time
+import uuid
+from datetime import timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+import httpx
 import pytest
+import websockets
+from django.utils import timezone
 
 from billing.models import QuotaPeriod, UsageEvent
 from inference.text import SAMPLE_RATE
 from synthesis import callbacks
+from synthesis.maintenance import delete_old_jobs
 from synthesis.models import Job
 from tests.conftest import make_persona
+from tests.factories import make_job
+from tests.waiting import wait_until
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -22,13 +32,14 @@ LONG = " ".join(f"Paragraph sentence number {i} goes on for a little while longe
 
 
 def wait_for(client, job_id: str, statuses: set[str], timeout: float = 120) -> dict:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        job = client.get(f"/jobs/{job_id}").json()
-        if job["status"] in statuses:
-            return job
-        time.sleep(0.1)
-    raise AssertionError(f"job {job_id} still {job['status']}")
+    """Poll the job until its status is one of `statuses`; the job as last seen."""
+    last: dict = {}  # nothing yet: the deadline may pass before the first answer
+
+    def reached() -> dict | None:
+        last["job"] = client.get(f"/jobs/{job_id}").json()
+        return last["job"] if last["job"].get("status") in statuses else None
+
+    return wait_until(reached, timeout, lambda: f"job {job_id} is {last.get('job')}, not in {sorted(statuses)}")
 
 
 def test_a_job_is_accepted_at_once_and_its_audio_is_stored(live_stack, owner):
@@ -61,23 +72,25 @@ def test_a_reader_attaching_after_the_end_still_gets_every_chunk_in_order(live_s
     assert replay.content == stored == again.content  # every chunk, in order, any number of times
 
 
-def test_audio_of_an_unfinished_job_is_409(live_stack):
-    org = make_persona("Slow Reader", max_input_chars=4096, monthly_characters=100_000, requests_per_minute=6000)
-    with live_stack.client(org.key) as client:
-        job = client.post("/jobs", json={"input": LONG, "response_format": "pcm"}).json()
-        response = client.get(f"/jobs/{job['id']}/audio")
-        client.post(f"/jobs/{job['id']}/cancel")
+@pytest.mark.parametrize("status", [Job.Status.QUEUED, Job.Status.RUNNING])
+def test_audio_of_an_unfinished_job_is_409(client, owner, status):
+    job = make_job(owner.org, status=status)  # no task was queued for it: it stays unfinished
+    response = client.get(f"/v1/jobs/{job.id}/audio", HTTP_AUTHORIZATION=f"Bearer {owner.key}")
     assert response.status_code == 409
     assert response.json()["error"]["code"] == "job_not_ready"
+    assert f"The job is {status}" in response.json()["error"]["message"]
 
 
 def test_cancel_mid_generation_stops_the_worker_and_refunds_the_unused_part(live_stack):
     org = make_persona("Canceller", max_input_chars=4096, monthly_characters=100_000, requests_per_minute=6000)
     with live_stack.client(org.key) as client:
         job = client.post("/jobs", json={"input": LONG, "response_format": "pcm"}).json()
-        deadline = time.monotonic() + 60
-        while (running := client.get(f"/jobs/{job['id']}").json())["progress"] == 0 and time.monotonic() < deadline:
-            time.sleep(0.05)
+
+        def progressing() -> dict | None:
+            seen = client.get(f"/jobs/{job['id']}").json()
+            return seen if seen["progress"] > 0 or seen["status"] in Job.FINAL else None
+
+        running = wait_until(progressing, 60, "the job made no progress", interval=0.02)
         assert running["status"] == "running" and 0 < running["progress"] < 1
         cancelled = client.post(f"/jobs/{job['id']}/cancel")
         assert cancelled.status_code == 202
@@ -92,11 +105,33 @@ def test_cancel_mid_generation_stops_the_worker_and_refunds_the_unused_part(live
     assert (quota.used, quota.reserved) == (event.characters, 0)
 
 
+def ledger_and_quota(org) -> tuple[list[tuple], list[tuple]]:
+    """The organization's ledger rows and quota counters, to compare before and after."""
+    ledger = UsageEvent.objects.filter(organization=org).order_by("pk")
+    quota = QuotaPeriod.objects.filter(organization=org).order_by("period_start")
+    return (
+        list(ledger.values_list("job_id", "characters", "status", "created_at")),
+        list(quota.values_list("period_start", "used", "reserved")),
+    )
+
+
 def test_cancelling_a_finished_job_changes_nothing(live_stack, owner):
     with live_stack.client(owner.key) as client:
         job = client.post("/jobs", json={"input": "Done already.", "seed": 1}).json()
-        wait_for(client, job["id"], {"succeeded"})
-        assert client.post(f"/jobs/{job['id']}/cancel").json()["status"] == "succeeded"
+        done = wait_for(client, job["id"], {"succeeded"})
+        before = ledger_and_quota(owner.org)
+        cancelled = client.post(f"/jobs/{job['id']}/cancel").json()
+        after = client.get(f"/jobs/{job['id']}").json()
+    assert cancelled["status"] == after["status"] == "succeeded"
+    assert (after["progress"], after["characters"], after["finished_at"]) == (
+        done["progress"],
+        done["characters"],
+        done["finished_at"],
+    )
+    ledger, quota = before
+    assert [row[:3] for row in ledger] == [(uuid.UUID(job["id"]), len("Done already."), "succeeded")]
+    assert [row[1:] for row in quota] == [(len("Done already."), 0)]
+    assert ledger_and_quota(owner.org) == before  # nothing refunded, nothing billed again
 
 
 def test_an_idempotency_key_returns_the_same_job_and_bills_once(live_stack, owner):
@@ -136,10 +171,9 @@ class Receiver:
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
 
     def wait(self, count: int, timeout: float = 60) -> None:
-        deadline = time.monotonic() + timeout
-        while len(self.deliveries) < count and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert len(self.deliveries) >= count, f"{len(self.deliveries)} deliveries"
+        wait_until(
+            lambda: len(self.deliveries) >= count, timeout, lambda: f"{len(self.deliveries)} of {count} deliveries"
+        )
 
 
 def test_a_signed_callback_arrives_and_a_failing_receiver_is_retried(live_stack, owner):
@@ -148,8 +182,13 @@ def test_a_signed_callback_arrives_and_a_failing_receiver_is_retried(live_stack,
         with live_stack.client(owner.key) as client:
             job = client.post("/jobs", json={"input": "Call me back.", "seed": 3, "callback_url": receiver.url}).json()
             receiver.wait(2)
-            time.sleep(0.3)
-            attempts = client.get(f"/jobs/{job['id']}").json()["callback_attempts"]
+
+            # The worker records an attempt on the job after the receiver has answered it.
+            def both_recorded() -> list | None:
+                attempts = client.get(f"/jobs/{job['id']}").json()["callback_attempts"]
+                return attempts if len(attempts) >= 2 else None
+
+            attempts = wait_until(both_recorded, 30, "the second delivery was not recorded on the job")
     finally:
         receiver.server.shutdown()
     secret = type(owner.org).objects.get(pk=owner.org.pk).webhook_secret
@@ -183,34 +222,22 @@ def test_an_outsider_gets_404_for_every_job_endpoint(live_stack, owner, outsider
 
 
 def test_finished_jobs_and_their_audio_expire_after_the_retention_period(live_stack, owner, settings):
-    from datetime import timedelta
-
-    from django.utils import timezone
-
-    from synthesis.actions import expire_old_jobs
-
     with live_stack.client(owner.key) as client:
         job = client.post("/jobs", json={"input": "Short lived.", "seed": 6}).json()
         wait_for(client, job["id"], {"succeeded"})
     stored = Job.objects.get(pk=job["id"])
     path = stored.result.path
-    assert expire_old_jobs() == 0  # still within retention
+    assert delete_old_jobs() == 0  # still within retention
     Job.objects.filter(pk=job["id"]).update(
         finished_at=timezone.now() - timedelta(hours=settings.TTS_JOB_RETENTION_HOURS + 1)
     )
-    assert expire_old_jobs() == 1
+    assert delete_old_jobs() == 1
     assert not Job.objects.filter(pk=job["id"]).exists()
-    import os
-
     assert not os.path.exists(path)
     assert UsageEvent.objects.filter(job_id=job["id"]).exists()  # the ledger is kept
 
 
 def test_a_websocket_can_follow_an_async_job(live_stack, owner):
-    import asyncio
-
-    import websockets
-
     with live_stack.client(owner.key) as client:
         job = client.post("/jobs", json={"input": "Follow me.", "response_format": "pcm", "seed": 12}).json()
         wait_for(client, job["id"], {"succeeded"})
@@ -234,8 +261,6 @@ def test_a_websocket_can_follow_an_async_job(live_stack, owner):
 
 
 def test_a_follower_leaving_early_does_not_cancel_the_job(live_stack, owner):
-    import httpx
-
     text = " ".join(f"Sentence {i} for a follower who leaves." for i in range(10))
     with live_stack.client(owner.key) as client:
         job = client.post("/jobs", json={"input": text, "response_format": "pcm", "seed": 2}).json()

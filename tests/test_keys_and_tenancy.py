@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import httpx
 import pytest
 from django.utils import timezone
 
@@ -50,8 +51,6 @@ def test_revocation_is_immediate_on_every_web_process(live_stack, owner, tmp_pat
         created = client.post("/keys", json={"name": "doomed"}).json()
     other_web, other_base = stack.start_web(stack.stack_env(settings.REDIS_URL), tmp_path)
     try:
-        import httpx
-
         headers = {"Authorization": f"Bearer {created['key']}"}
         assert httpx.get(f"{other_base}/v1/voices", headers=headers).status_code == 200
         with live_stack.client(owner.key) as client:

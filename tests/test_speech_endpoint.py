@@ -4,14 +4,21 @@ assert on what can be known of noise: format, sample rate, duration bounds, dete
 
 from __future__ import annotations
 
+import base64
 import io
+import json
+import subprocess
+import sys
 
 import av
 import openai
 import pytest
 
+from billing.models import UsageEvent
 from inference.text import SAMPLE_RATE, prepare
 from synthesis.models import Job
+from tests.stack import ROOT
+from tts_saas.redis import get_redis
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -99,8 +106,6 @@ def test_same_voice_seed_and_text_give_identical_audio_the_second_time_from_cach
 def test_same_request_without_cache_is_reproduced_by_the_engine(live_stack, owner):
     """Determinism does not come from the cache: another voice-seed pair run twice on the worker
     (cache entries removed in between) still matches sample for sample."""
-    from tts_saas.redis import get_redis
-
     body = {"input": "Deterministic noise.", "voice": "echo", "seed": 77, "response_format": "pcm"}
     first = post(live_stack, owner.key, **body)
     for key in get_redis().scan_iter(f"tts:audio:{owner.org.pk}:*"):
@@ -169,9 +174,6 @@ def test_the_openai_sdk_raises_its_own_errors(live_stack, owner):
 
 
 def test_sse_sends_audio_deltas_then_done_with_usage(live_stack, owner):
-    import base64
-    import json
-
     text = "Events, please."
     response = post(live_stack, owner.key, input=text, response_format="pcm", stream_format="sse", seed=21)
     assert response.status_code == 200 and response.headers["content-type"] == "text/event-stream"
@@ -187,8 +189,6 @@ def test_sse_sends_audio_deltas_then_done_with_usage(live_stack, owner):
 
 
 def test_a_retried_request_with_an_idempotency_key_replays_the_audio_and_bills_once(live_stack, owner):
-    from billing.models import UsageEvent
-
     body = {"input": "Once only.", "voice": "alloy", "response_format": "pcm"}
     with live_stack.client(owner.key) as client:
         first = client.post("/audio/speech", json=body, headers={"Idempotency-Key": "retry-1"})
@@ -199,11 +199,6 @@ def test_a_retried_request_with_an_idempotency_key_replays_the_audio_and_bills_o
 
 
 def test_the_example_websocket_client_writes_playable_wav_files(live_stack, owner, tmp_path):
-    import subprocess
-    import sys
-
-    from tests.stack import ROOT
-
     url = live_stack.base_url.replace("http://", "ws://") + "/v1/audio/stream"
     out = subprocess.run(
         [sys.executable, str(ROOT / "examples" / "ws_client.py"), "--url", url, "--key", owner.key, "--seed", "7"]

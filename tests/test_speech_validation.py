@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import httpx
 import pytest
 from django.utils import timezone
 
@@ -134,8 +135,6 @@ def test_the_openapi_schema_is_public_and_describes_the_speech_endpoint(live_sta
 
 
 def test_metrics_report_requests_cache_queue_and_workers(live_stack, owner):
-    import httpx
-
     with live_stack.client(owner.key) as client:
         client.post("/audio/speech", json={"input": "Metric me.", "seed": 1, "response_format": "pcm"})
         client.post("/audio/speech", json={"input": "Metric me.", "seed": 1, "response_format": "pcm"})

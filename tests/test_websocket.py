@@ -3,14 +3,22 @@
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
+import os
+import socket
+import struct
 
 import httpx
 import pytest
+import redis
 import websockets
 
 from inference.text import SAMPLE_RATE
+from synthesis.models import Job
+from tests import stack
 from tests.conftest import make_persona
+from tests.waiting import wait_until
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -165,17 +173,6 @@ def test_cancel_stops_the_utterance(live_stack):
 def test_a_client_that_stops_reading_is_closed_with_4008_and_its_job_stopped(live_stack, tmp_path, settings):
     """A raw socket that never reads: the server's bounded outbox fills, and the server closes the
     connection (4008) and stops the job instead of buffering audio without limit."""
-    import base64
-    import os
-    import socket
-    import struct
-    import time
-
-    import redis
-
-    from synthesis.models import Job
-    from tests import stack
-
     org = make_persona("Never Reads", max_input_chars=4096, monthly_characters=100_000, requests_per_minute=1000)
     url = settings.REDIS_URL.rsplit("/", 1)[0] + "/12"
     redis.Redis.from_url(url).flushdb()
@@ -204,14 +201,13 @@ def test_a_client_that_stops_reading_is_closed_with_4008_and_its_job_stopped(liv
         mask = os.urandom(4)
         masked = bytes(b ^ mask[i % 4] for i, b in enumerate(payload))
         sock.sendall(bytes([0x81, 0xFE]) + struct.pack(">H", len(payload)) + mask + masked)
-        deadline = time.monotonic() + 120
-        job = None
-        while time.monotonic() < deadline:  # the client reads nothing meanwhile
-            job = Job.objects.filter(organization=org.org).first()
-            if job is not None and job.status in Job.FINAL:
-                break
-            time.sleep(0.2)
-        assert job is not None and job.status == Job.Status.CANCELLED  # the server stopped the work
+        job = wait_until(  # the client reads nothing meanwhile
+            lambda: Job.objects.filter(organization=org.org, status__in=Job.FINAL).first(),
+            120,
+            "the job of a client that reads nothing never ended",
+            interval=0.2,
+        )
+        assert job.status == Job.Status.CANCELLED  # the server stopped the work
         sock.settimeout(10)
         received = b""
         while True:  # now drain: the stream ends with the server's close frame, code 4008

@@ -8,6 +8,7 @@ import shutil
 import signal
 import time
 
+import httpx
 import pytest
 import redis
 from django.conf import settings
@@ -16,6 +17,7 @@ from billing import concurrency
 from billing.models import QuotaPeriod
 from synthesis.models import Job
 from tests import stack
+from tests.waiting import wait_until
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -28,9 +30,13 @@ def redis_db(n: int) -> tuple[str, redis.Redis]:
     return url, client
 
 
-def speak(base_url: str, key: str, text: str):
-    import httpx
+def queued_tasks(client: redis.Redis) -> int:
+    """Task messages waiting in the broker's `tts` queue (one Redis list per priority)."""
+    lists = [k for k in client.scan_iter(match="tts*") if not k.startswith(b"tts:") and client.type(k) == b"list"]
+    return sum(client.llen(k) for k in lists)
 
+
+def speak(base_url: str, key: str, text: str):
     started = time.monotonic()
     response = httpx.post(
         f"{base_url}/v1/audio/speech",
@@ -73,10 +79,20 @@ def test_a_dead_worker_gives_503_within_the_queue_timeout_and_the_job_never_runs
         quota = QuotaPeriod.objects.get(organization=owner.org)
         assert (quota.used, quota.reserved) == (0, 0)  # the expired job was refunded
         assert concurrency.in_flight(owner.org.pk) == 0
-        # A worker that comes back later must not run what the client already gave up on.
+        # A worker that comes back later must not run what the client already gave up on: its
+        # task still waits in the broker, and the revived worker takes it and drops it.
+        assert queued_tasks(client) == 1
         revived = stack.start_worker(env, tmp_path, "revived")
         stack.wait_for_workers(client, "ready", count=1, proc=revived)
-        time.sleep(2)
+        wait_until(
+            lambda: (
+                "synthesis.tasks.synthesize_job[" in revived.output()
+                and queued_tasks(client) == 0
+                and client.hlen("unacked") == 0
+            ),
+            30,
+            lambda: f"the revived worker did not take the task\n{revived.output()[-3000:]}",
+        )
         job.refresh_from_db()
         assert job.status == Job.Status.EXPIRED and job.started_at is None
         revived.stop()

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import os
+import threading
 
 from django.core.asgi import get_asgi_application
+
+from inference.text import preload
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tts_saas.settings")
 
@@ -16,15 +19,6 @@ from synthesis.routing import websocket_urlpatterns  # noqa: E402
 
 application = ProtocolTypeRouter({"http": django_application, "websocket": URLRouter(websocket_urlpatterns)})
 
-
-def _preload_text_normalisers() -> None:
-    # WeTextProcessing's grammars take ~2 s to load: do it at start, not on the first request.
-    import threading
-
-    from inference.text import preload
-
-    threading.Thread(target=preload, name="preload-normalisers", daemon=True).start()
-
-
 if os.environ.get("TTS_PRELOAD_TEXT", "1") == "1":
-    _preload_text_normalisers()
+    # WeTextProcessing's grammars take ~2 s to load: do it at start, not on the first request.
+    threading.Thread(target=preload, name="preload-normalisers", daemon=True).start()

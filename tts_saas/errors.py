@@ -5,7 +5,8 @@ Views raise `ApiError`; DRF exceptions and Django's 404/500 handlers are mapped 
 
 from __future__ import annotations
 
-from django.http import JsonResponse
+from django.core.exceptions import PermissionDenied
+from django.http import Http404, JsonResponse
 from rest_framework import exceptions as drf_exceptions
 
 TYPES = {
@@ -95,13 +96,13 @@ def drf_exception_handler(exc, context):
         return error_response(401, str(exc.detail), "invalid_api_key")
     if isinstance(exc, drf_exceptions.Throttled):
         return error_response(429, str(exc.detail), "rate_limit_exceeded")
-    from rest_framework.views import exception_handler as drf_default_handler  # avoids an import cycle
-
-    response = drf_default_handler(exc, context)
-    if response is None:
-        return None
-    detail = getattr(exc, "detail", None) or response.reason_phrase
-    return error_response(response.status_code, str(detail), getattr(exc, "default_code", None))
+    if isinstance(exc, Http404):
+        exc = drf_exceptions.NotFound()
+    elif isinstance(exc, PermissionDenied):
+        exc = drf_exceptions.PermissionDenied()
+    if not isinstance(exc, drf_exceptions.APIException):
+        return None  # not an API error: Django's 500 handler answers
+    return error_response(exc.status_code, str(exc.detail), exc.default_code)
 
 
 def not_found(request, exception=None):

@@ -1,7 +1,6 @@
-"""Prometheus metrics at /metrics (the seed design's list: request rate, latency, errors, cache
-hit rate, queue depth, workers). Per-process counters come from prometheus_client; figures that
-live in Redis (cache, queues, workers) are read at scrape time, so every web replica reports the
-same, current values. Set METRICS_TOKEN to require `Authorization: Bearer <token>`."""
+"""Prometheus metrics at /metrics: request rate, latency and errors per endpoint from this module;
+the apps register collectors for their own figures (synthesis: cache hit rate, queue depth,
+workers). Set METRICS_TOKEN to require `Authorization: Bearer <token>`."""
 
 from __future__ import annotations
 
@@ -11,7 +10,6 @@ import time
 from django.conf import settings
 from django.http import HttpResponse
 from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, Counter, Histogram, generate_latest
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
 from .middleware import ResponseMiddleware
 
@@ -22,38 +20,6 @@ LATENCY = Histogram(
     ["endpoint"],
     buckets=(0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60),
 )
-
-
-class RedisCollector:
-    def describe(self):
-        # Names only: registering must not touch Redis (management commands run without it).
-        yield CounterMetricFamily("tts_cache_requests", "Audio cache lookups", labels=["result"])
-        yield GaugeMetricFamily("tts_cache_bytes", "Bytes held by the audio cache")
-        yield GaugeMetricFamily("tts_queue_depth", "Tasks waiting per Celery queue", labels=["queue"])
-        yield GaugeMetricFamily("tts_workers", "Synthesis worker processes alive", labels=["status"])
-
-    def collect(self):
-        from synthesis import cache, workers
-        from synthesis.operations import queue_depths
-
-        stats = cache.stats()
-        hits = CounterMetricFamily("tts_cache_requests", "Audio cache lookups", labels=["result"])
-        hits.add_metric(["hit"], stats.get("hits", 0))
-        hits.add_metric(["miss"], stats.get("misses", 0))
-        yield hits
-        yield GaugeMetricFamily("tts_cache_bytes", "Bytes held by the audio cache", value=stats["bytes"])
-        depth = GaugeMetricFamily("tts_queue_depth", "Tasks waiting per Celery queue", labels=["queue"])
-        for queue, waiting in queue_depths().items():
-            depth.add_metric([queue], waiting)
-        yield depth
-        alive = GaugeMetricFamily("tts_workers", "Synthesis worker processes alive", labels=["status"])
-        states = workers.live_workers()
-        for status in ("ready", "unavailable"):
-            alive.add_metric([status], sum(1 for w in states if w.status == status))
-        yield alive
-
-
-REGISTRY.register(RedisCollector())
 
 
 def endpoint_of(request) -> str:

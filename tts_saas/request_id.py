@@ -1,15 +1,16 @@
 """Request ids: every response carries `x-request-id`, and every log line written while
-serving it carries the same id (structured JSON logs)."""
+serving it carries the same id (structured JSON logs); Celery tasks adopt the id of the request
+that sent them."""
 
 from __future__ import annotations
 
 import contextvars
-import json
 import logging
 import re
 import uuid
 
 from asgiref.sync import iscoroutinefunction, markcoroutinefunction
+from pythonjsonlogger.json import JsonFormatter
 
 request_id_var: contextvars.ContextVar[str] = contextvars.ContextVar("request_id", default="-")
 _VALID = re.compile(r"^[A-Za-z0-9._\-]{1,128}$")
@@ -65,18 +66,12 @@ class RequestIdFilter(logging.Filter):
         return True
 
 
-class JsonFormatter(logging.Formatter):
-    def format(self, record: logging.LogRecord) -> str:
-        entry = {
-            "ts": self.formatTime(record, "%Y-%m-%dT%H:%M:%S"),
-            "level": record.levelname,
-            "logger": record.name,
-            "msg": record.getMessage(),
-            "request_id": getattr(record, "request_id", "-"),
-        }
-        for key in ("job_id", "org_id"):
-            if hasattr(record, key):
-                entry[key] = getattr(record, key)
-        if record.exc_info:
-            entry["exc"] = self.formatException(record.exc_info)
-        return json.dumps(entry, ensure_ascii=False)
+def json_formatter() -> JsonFormatter:
+    """One JSON object per line: time (UTC, with its zone), level, logger, message, request id and
+    every `extra` field the call passed (job_id, org_id, model_version, ...)."""
+    return JsonFormatter(
+        "%(levelname)s %(name)s %(message)s %(request_id)s",
+        rename_fields={"levelname": "level", "name": "logger", "message": "msg"},
+        timestamp="ts",
+        json_ensure_ascii=False,
+    )

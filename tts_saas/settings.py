@@ -6,8 +6,6 @@ from pathlib import Path
 
 import dj_database_url
 
-from synthesis import openapi as _speech_openapi
-
 from .env import envbool, envfloat, envint, envsecret, envstr
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -30,6 +28,7 @@ INSTALLED_APPS = [
     "accounts",
     "billing",
     "synthesis",
+    "dashboard",
 ]
 
 MIDDLEWARE = [
@@ -138,8 +137,10 @@ SPECTACULAR_SETTINGS = {
     "TITLE": "tts_saas API",
     "DESCRIPTION": "Multi-tenant text-to-speech on ChatTTS; /v1/audio/speech is OpenAI-compatible.",
     "VERSION": "1.0.0",
-    "APPEND_PATHS": _speech_openapi.PATHS,
-    "APPEND_COMPONENTS": _speech_openapi.COMPONENTS,
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "synthesis.openapi.add_speech_endpoint",
+    ],
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
@@ -168,7 +169,7 @@ CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_BEAT_SCHEDULE = {
     "reap-stale-jobs": {"task": "synthesis.tasks.reap_stale_jobs", "schedule": 60.0, "options": {"queue": "default"}},
-    "expire-old-jobs": {"task": "synthesis.tasks.expire_old_jobs", "schedule": 3600.0, "options": {"queue": "default"}},
+    "delete-old-jobs": {"task": "synthesis.tasks.delete_old_jobs", "schedule": 3600.0, "options": {"queue": "default"}},
 }
 
 # Synthesis service.
@@ -201,14 +202,11 @@ STORAGES = {
 }
 TTS_BENCH_FIXED_LENGTH = envbool("TTS_BENCH_FIXED_LENGTH", False)  # benchmarks: generate to the budget
 
-VAR_DIR.mkdir(parents=True, exist_ok=True)
-STATIC_ROOT.mkdir(parents=True, exist_ok=True)  # WhiteNoise warns when it is missing
-
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "filters": {"request_id": {"()": "tts_saas.request_id.RequestIdFilter"}},
-    "formatters": {"json": {"()": "tts_saas.request_id.JsonFormatter"}},
+    "formatters": {"json": {"()": "tts_saas.request_id.json_formatter"}},
     "handlers": {
         "console": {"class": "logging.StreamHandler", "formatter": "json", "filters": ["request_id"]},
     },

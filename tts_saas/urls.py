@@ -1,3 +1,5 @@
+"""Every route, composed here: the /v1 API from the apps' views, the dashboard, staff pages."""
+
 from __future__ import annotations
 
 from django.contrib import admin
@@ -6,27 +8,48 @@ from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularJSONAPIView, SpectacularRedocView
 from rest_framework.permissions import AllowAny
 
-from synthesis.views import health, operations
+from accounts.views import ApiKeyViewSet
+from billing.views import UsageViewSet, subscription
+from dashboard.views.operations import operations
+from synthesis import views as synthesis
 from tts_saas.metrics import metrics_view
+from tts_saas.views import health
 
-urlpatterns = [
-    path("v1/", include("synthesis.urls")),
+jobs = synthesis.JobViewSet
+
+v1 = [
+    path("audio/speech", synthesis.speech, name="speech"),
+    path("audio/stream/tickets", synthesis.stream_ticket, name="stream-ticket"),
+    path("voices", synthesis.voices, name="voices"),
+    path("jobs", jobs.as_view({"get": "list", "post": "create"}), name="jobs"),
+    path("jobs/<uuid:job_id>", jobs.as_view({"get": "retrieve"}), name="job"),
+    path("jobs/<uuid:job_id>/audio", jobs.as_view({"get": "audio"}), name="job-audio"),
+    path("jobs/<uuid:job_id>/cancel", jobs.as_view({"post": "cancel"}), name="job-cancel"),
+    path("jobs/<uuid:job_id>/stream", synthesis.job_stream, name="job-stream"),
+    path("keys", ApiKeyViewSet.as_view({"get": "list", "post": "create"}), name="keys"),
+    path("keys/<str:key_id>", ApiKeyViewSet.as_view({"get": "retrieve", "delete": "destroy"}), name="key"),
+    path("usage", UsageViewSet.as_view({"get": "list"}), name="usage"),
+    path("subscription", subscription, name="subscription"),
     path(
-        "v1/openapi.json",
+        "openapi.json",
         SpectacularJSONAPIView.as_view(authentication_classes=[], permission_classes=[AllowAny]),
         name="openapi",
     ),
     path(
-        "v1/docs",
+        "docs",
         SpectacularRedocView.as_view(url_name="openapi", authentication_classes=[], permission_classes=[AllowAny]),
         name="api-docs",
     ),
+]
+
+urlpatterns = [
+    path("v1/", include(v1)),
     path("healthz", health),
     path("metrics", metrics_view),
     path("ops/", operations, name="operations"),
     path("admin/", admin.site.urls),
     path("accounts/", include("django.contrib.auth.urls")),
-    path("dashboard/", include("accounts.urls")),
+    path("dashboard/", include("dashboard.urls")),
     path("", RedirectView.as_view(pattern_name="dashboard:overview", permanent=False)),
 ]
 

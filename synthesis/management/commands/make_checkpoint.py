@@ -6,6 +6,8 @@ import time
 
 from django.core.management.base import BaseCommand
 
+from inference.checkpoint import make_checkpoint
+
 
 class Command(BaseCommand):
     help = (
@@ -19,8 +21,6 @@ class Command(BaseCommand):
         parser.add_argument("--seed", type=int, default=0)
 
     def handle(self, *args, size: str, out: str, seed: int, **options):
-        from inference.checkpoint import make_checkpoint
-
         started = time.monotonic()
         make_checkpoint(size, out, seed=seed)
         self.stdout.write(f"wrote a {size} random checkpoint to {out} in {time.monotonic() - started:.1f} s")

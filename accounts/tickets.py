@@ -7,22 +7,27 @@ from __future__ import annotations
 import json
 import secrets
 
-from tts_saas.redis import get_async_redis, get_redis
+from tts_saas.redis import get_redis
 
 TICKET_SECONDS = 60
+PREFIX = "wst_"
+
+
+def _key(ticket: str) -> str:
+    return f"tts:wsticket:{ticket}"
 
 
 def issue(*, api_key_id: int | None = None, organization_id: int | None = None, user_id: int | None = None) -> str:
     """For an API key, or for a dashboard member acting in an organization."""
-    ticket = "wst_" + secrets.token_urlsafe(24)
+    ticket = PREFIX + secrets.token_urlsafe(24)
     holder = {"api_key": api_key_id} if api_key_id else {"organization": organization_id, "user": user_id}
-    get_redis().set(f"tts:wsticket:{ticket}", json.dumps(holder), ex=TICKET_SECONDS)
+    get_redis().set(_key(ticket), json.dumps(holder), ex=TICKET_SECONDS)
     return ticket
 
 
-async def redeem(ticket: str) -> dict | None:
+def redeem(ticket: str) -> dict | None:
     """Who the ticket was issued to, once; None if unknown, spent or expired."""
-    if not ticket.startswith("wst_") or len(ticket) > 64:
+    if not ticket.startswith(PREFIX) or len(ticket) > 64:
         return None
-    value = await get_async_redis().getdel(f"tts:wsticket:{ticket}")
+    value = get_redis().getdel(_key(ticket))
     return json.loads(value) if value is not None else None

@@ -5,7 +5,10 @@ from __future__ import annotations
 from django.core.management.base import BaseCommand, CommandError
 from django.utils.text import slugify
 
+from accounts.actions import create_organization
 from accounts.models import Organization
+from billing.limits import subscription_for
+from billing.models import Plan
 
 
 class Command(BaseCommand):
@@ -30,10 +33,7 @@ class Command(BaseCommand):
     def handle(
         self, *args, name: str, key_name: str, quiet: bool, kind: str, plan: str | None, limit: list[str], **options
     ):
-        from billing.limits import subscription_for
-        from billing.models import Plan
-
-        org, _ = Organization.objects.get_or_create(slug=slugify(name)[:100], defaults={"name": name})
+        org = Organization.objects.filter(slug=slugify(name)[:90]).first() or create_organization(name)
         if plan:
             try:
                 chosen = Plan.objects.get(slug=plan)

@@ -1,5 +1,5 @@
 """One client of a concurrent burst, run as its own process: waits for the common start time,
-sends one request, prints what it got as one JSON line. Used by tests/bursts.py."""
+sends one request, prints what it got as one JSON line. Run by tests/bursts.py."""
 
 from __future__ import annotations
 

@@ -1,0 +1,98 @@
+"""Account operations as plain functions: each is one transaction, called alike by the dashboard,
+management commands and tests (views only parse and call them)."""
+
+from __future__ import annotations
+
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import User
+from django.core.mail import send_mail
+from django.db import transaction
+from django.utils.text import slugify
+
+from .models import Invitation, Membership, Organization
+
+
+class NotAllowed(Exception):
+    """The acting member's role does not allow the operation."""
+
+
+def unique_slug(name: str) -> str:
+    base = slugify(name)[:90] or "org"
+    slug, n = base, 1
+    while Organization.objects.filter(slug=slug).exists():
+        n += 1
+        slug = f"{base}-{n}"
+    return slug
+
+
+def create_organization(name: str, owner: User | None = None) -> Organization:
+    """A new organization (its plan is the default one until an operator or billing changes it),
+    with `owner`, when given, as its owner."""
+    with transaction.atomic():
+        org = Organization.objects.create(name=name, slug=unique_slug(name))
+        if owner is not None:
+            Membership.objects.create(user=owner, organization=org, role=Membership.Role.OWNER)
+    return org
+
+
+def has_account(email: str) -> bool:
+    return get_user_model().objects.filter(username=email.lower()).exists()
+
+
+def create_user(email: str, password: str) -> User:
+    """A dashboard account; the e-mail address, lower-cased, is its user name."""
+    email = email.lower()
+    return get_user_model().objects.create_user(username=email, email=email, password=password)
+
+
+def sign_up(email: str, password: str, organization_name: str) -> tuple[User, Organization]:
+    """A new user with a new organization of which they are the owner."""
+    with transaction.atomic():
+        user = create_user(email, password)
+        return user, create_organization(organization_name, owner=user)
+
+
+def invite(organization: Organization, email: str, role: str, invited_by, accept_url) -> Invitation:
+    """Invite `email` to join with `role` and e-mail them the link (`accept_url(token)`)."""
+    invitation = Invitation.objects.create(
+        organization=organization, email=email.lower(), role=role, invited_by=invited_by
+    )
+    send_mail(
+        f"Join {organization.name} on tts_saas",
+        f"{invited_by.email} invites you to {organization.name} as {invitation.role}.\n\n"
+        f"Accept within 7 days: {accept_url(invitation.token)}\n",
+        None,
+        [invitation.email],
+    )
+    return invitation
+
+
+def accept_invitation(invitation: Invitation, user) -> Membership:
+    """`user` joins the invitation's organization (an existing member keeps their role)."""
+    if user.email.lower() != invitation.email:
+        raise NotAllowed(f"This invitation is for {invitation.email}.")
+    return invitation.accept(user)
+
+
+def accept_invitation_as_new_user(invitation: Invitation, password: str) -> User:
+    """The invited address has no account yet: make it, and join."""
+    with transaction.atomic():
+        user = create_user(invitation.email, password)
+        invitation.accept(user)
+    return user
+
+
+def remove_member(acting: Membership, membership_id: int) -> Membership | None:
+    """An owner removes a member of their organization; the last owner stays. Returns the removed
+    membership, None if it was the last owner; raises Membership.DoesNotExist for another
+    organization's id."""
+    if acting.role != Membership.Role.OWNER:
+        raise NotAllowed("Only owners remove members.")
+    org = acting.organization
+    target = Membership.objects.select_related("user").get(organization=org, pk=membership_id)
+    with transaction.atomic():
+        owners = Membership.objects.select_for_update().filter(organization=org, role=Membership.Role.OWNER)
+        if target.role == Membership.Role.OWNER and len(owners.values_list("pk", flat=True)) == 1:
+            return None
+        target.delete()
+    return target

@@ -1,0 +1,102 @@
+"""Usage read back from the ledger: the month summary (the dashboard's overview and
+/v1/subscription show the same one), characters per day for the chart, and /v1/usage reports."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, timedelta
+
+from django.db.models import Count, Q, Sum
+from django.db.models.functions import TruncDate
+from django.utils import timezone
+
+from accounts.models import Organization
+from accounts.tenancy import scoped
+
+from . import concurrency, quota
+from .limits import Limits, limits_for, subscription_for
+from .models import UsageEvent
+
+TOTALS = {
+    "requests": Count("id", filter=Q(status=UsageEvent.Status.SUCCEEDED)),
+    "failed_requests": Count("id", filter=Q(status=UsageEvent.Status.FAILED)),
+    "cached_requests": Count("id", filter=Q(cached=True)),
+    "characters": Sum("characters"),
+    "audio_seconds": Sum("audio_seconds"),
+}
+
+
+@dataclass(frozen=True)
+class MonthSummary:
+    """This calendar month (UTC) of one organization: quota, limits and what the ledger holds."""
+
+    plan_name: str
+    limits: Limits
+    used: int
+    reserved: int
+    resets_at: datetime
+    requests: int
+    cached_requests: int
+    audio_seconds: float
+    jobs_in_flight: int
+
+    @property
+    def percent_used(self) -> float:
+        return round(100 * self.used / self.limits.monthly_characters, 1) if self.limits.monthly_characters else 0
+
+    @property
+    def cache_hit_rate(self) -> float | None:
+        return round(100 * self.cached_requests / self.requests, 1) if self.requests else None
+
+
+def month_summary(org: Organization) -> MonthSummary:
+    used, reserved, resets_at = quota.usage(org)
+    month = (
+        scoped(UsageEvent, org)
+        .filter(created_at__gte=datetime.combine(quota.period_start(), datetime.min.time(), tzinfo=UTC))
+        .aggregate(**TOTALS)
+    )
+    return MonthSummary(
+        plan_name=subscription_for(org).plan.name,
+        limits=limits_for(org),
+        used=used,
+        reserved=reserved,
+        resets_at=resets_at,
+        requests=month["requests"] or 0,
+        cached_requests=month["cached_requests"] or 0,
+        audio_seconds=month["audio_seconds"] or 0.0,
+        jobs_in_flight=concurrency.in_flight(org.pk),
+    )
+
+
+def daily_characters(org: Organization, days: int = 30) -> dict[date, int]:
+    """Characters billed per UTC day over the last `days` days (days without usage are absent)."""
+    rows = (
+        scoped(UsageEvent, org)
+        .filter(created_at__gte=timezone.now() - timedelta(days=days))
+        .annotate(date=TruncDate("created_at", tzinfo=UTC))
+        .values("date")
+        .annotate(characters=Sum("characters"))
+    )
+    return {r["date"]: r["characters"] or 0 for r in rows}
+
+
+def _clean(row: dict) -> dict:
+    row["characters"] = row["characters"] or 0
+    row["audio_seconds"] = round(row["audio_seconds"] or 0.0, 3)
+    return row
+
+
+def usage_report(events, start: date, end: date, group_by: str) -> dict:
+    """Totals of `events` (an organization's ledger rows) per day or per key, dates inclusive (UTC)."""
+    since = datetime.combine(start, datetime.min.time(), tzinfo=UTC)
+    until = datetime.combine(end + timedelta(days=1), datetime.min.time(), tzinfo=UTC)
+    events = events.filter(created_at__gte=since, created_at__lt=until)
+    if group_by == "day":
+        rows = events.annotate(date=TruncDate("created_at", tzinfo=UTC)).values("date").annotate(**TOTALS)
+        data = [_clean({**r, "date": r["date"].isoformat()}) for r in rows.order_by("date")]
+    else:
+        rows = events.values("api_key__prefix", "api_key__name").annotate(**TOTALS).order_by("api_key__prefix")
+        data = [_clean({"key_id": r.pop("api_key__prefix"), "key_name": r.pop("api_key__name"), **r}) for r in rows]
+    total = _clean(events.aggregate(**TOTALS))
+    return {"start": start.isoformat(), "end": end.isoformat(), "group_by": group_by, "data": data, "total": total}

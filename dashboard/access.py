@@ -1,0 +1,50 @@
+"""Who may see a page: a signed-in member of the current organization (the session's choice, else
+their first), with the principal accounts.auth makes for a member; and how pages are rendered."""
+
+from __future__ import annotations
+
+import functools
+
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+from django.shortcuts import redirect, render
+from django.utils import timezone
+
+from accounts.auth import principal_for_member
+from accounts.models import Membership
+
+SESSION_ORG = "organization_id"
+
+
+def member_required(view):
+    """Sets `request.membership`, `request.memberships` and `request.principal`."""
+
+    @login_required
+    @functools.wraps(view)
+    def wrapped(request, *args, **kwargs):
+        memberships = list(Membership.objects.filter(user=request.user).select_related("organization"))
+        if not memberships:
+            return redirect("dashboard:signup")
+        chosen = request.session.get(SESSION_ORG)
+        membership = next((m for m in memberships if m.organization_id == chosen), memberships[0])
+        request.membership, request.memberships = membership, memberships
+        request.principal = principal_for_member(membership, active=False)  # a suspended org still reads
+        return view(request, *args, **kwargs)
+
+    return wrapped
+
+
+def require_admin(request, what: str) -> None:
+    if not request.principal.is_admin:
+        raise PermissionDenied(f"Only owners and admins {what}.")
+
+
+def page(request, template: str, nav: str, **context):
+    context.update(
+        nav=nav,
+        current_org=request.membership.organization,
+        memberships=request.memberships,
+        membership=request.membership,
+        now=timezone.now(),
+    )
+    return render(request, f"dashboard/{template}", context)

@@ -1,0 +1,24 @@
+from __future__ import annotations
+
+from django.urls import path
+
+from .views import account, docs, jobs, keys, overview, playground, team
+
+app_name = "dashboard"
+
+urlpatterns = [
+    path("", overview.overview, name="overview"),
+    path("signup", account.signup, name="signup"),
+    path("switch", account.switch, name="switch"),
+    path("invite/<str:token>", account.accept_invitation, name="accept-invitation"),
+    path("keys", keys.keys, name="keys"),
+    path("keys/<str:prefix>/revoke", keys.revoke_key, name="revoke-key"),
+    path("members", team.members, name="members"),
+    path("members/<int:membership_id>/remove", team.remove_member, name="remove-member"),
+    path("voices", playground.voices, name="voices"),
+    path("playground", playground.playground, name="playground"),
+    path("playground/ticket", playground.playground_ticket, name="playground-ticket"),
+    path("jobs", jobs.jobs, name="jobs"),
+    path("jobs/<uuid:job_id>/audio", jobs.job_audio, name="job-audio"),
+    path("docs", docs.docs, name="docs"),
+]

@@ -1,0 +1,65 @@
+"""Getting in: sign-up, switching organization, accepting an invitation."""
+
+from __future__ import annotations
+
+from django.contrib.auth import login
+from django.core.exceptions import PermissionDenied
+from django.http import Http404
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_POST
+
+from accounts import actions
+from accounts.models import Invitation
+
+from ..access import SESSION_ORG, member_required
+from ..forms import AcceptForm, SignupForm
+
+BACKEND = "django.contrib.auth.backends.ModelBackend"
+
+
+def signup(request):
+    """A new user and organization (on the default plan), with the user as its owner."""
+    form = SignupForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        user, org = actions.sign_up(
+            form.cleaned_data["email"], form.cleaned_data["password"], form.cleaned_data["organization"]
+        )
+        login(request, user, backend=BACKEND)
+        request.session[SESSION_ORG] = org.pk
+        return redirect("dashboard:overview")
+    return render(request, "dashboard/signup.html", {"form": form})
+
+
+@require_POST
+@member_required
+def switch(request):
+    try:
+        chosen = int(request.POST.get("organization", 0))
+    except ValueError:
+        raise Http404 from None
+    if not any(m.organization_id == chosen for m in request.memberships):
+        raise Http404
+    request.session[SESSION_ORG] = chosen
+    return redirect("dashboard:overview")
+
+
+def accept_invitation(request, token: str):
+    """The invitation link: join as the invited address (creating the account if it has none)."""
+    invitation = Invitation.objects.select_related("organization").filter(token=token).first()
+    if invitation is None or not invitation.is_open:
+        raise Http404("This invitation is unknown, used or expired.")
+    if request.user.is_authenticated:
+        try:
+            actions.accept_invitation(invitation, request.user)
+        except actions.NotAllowed as exc:
+            raise PermissionDenied(str(exc)) from exc
+        request.session[SESSION_ORG] = invitation.organization_id
+        return redirect("dashboard:overview")
+    existing = actions.has_account(invitation.email)
+    form = AcceptForm(request.POST or None)
+    if not existing and request.method == "POST" and form.is_valid():
+        user = actions.accept_invitation_as_new_user(invitation, form.cleaned_data["password"])
+        login(request, user, backend=BACKEND)
+        request.session[SESSION_ORG] = invitation.organization_id
+        return redirect("dashboard:overview")
+    return render(request, "dashboard/accept.html", {"invitation": invitation, "form": form, "existing": existing})

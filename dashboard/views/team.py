@@ -1,0 +1,57 @@
+"""The team: members, invitations, removing a member."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.core.exceptions import PermissionDenied
+from django.http import Http404
+from django.shortcuts import redirect
+from django.urls import reverse
+from django.views.decorators.http import require_POST
+
+from accounts import actions
+from accounts.models import Invitation, Membership
+
+from ..access import member_required, page, require_admin
+from ..forms import InviteForm
+
+
+@member_required
+def members(request):
+    org = request.principal.organization
+    form = InviteForm(request.POST or None)
+    if request.method == "POST":
+        require_admin(request, "invite people")
+        if form.is_valid():
+            invitation = actions.invite(
+                org,
+                form.cleaned_data["email"],
+                form.cleaned_data["role"],
+                invited_by=request.user,
+                accept_url=lambda token: request.build_absolute_uri(
+                    reverse("dashboard:accept-invitation", args=[token])
+                ),
+            )
+            messages.info(request, f"Invitation sent to {invitation.email}.")
+            return redirect("dashboard:members")
+    team = Membership.objects.filter(organization=org).select_related("user").order_by("created_at")
+    pending = [i for i in Invitation.objects.filter(organization=org, accepted_at__isnull=True) if i.is_open]
+    return page(
+        request, "members.html", "members", team=team, pending=pending, form=form, can_manage=request.principal.is_admin
+    )
+
+
+@require_POST
+@member_required
+def remove_member(request, membership_id: int):
+    try:
+        removed = actions.remove_member(request.membership, membership_id)
+    except actions.NotAllowed as exc:
+        raise PermissionDenied(str(exc)) from exc
+    except Membership.DoesNotExist:
+        raise Http404 from None
+    if removed is None:
+        messages.info(request, "The last owner cannot be removed.")
+    else:
+        messages.info(request, f"{removed.user.email} no longer belongs to {removed.organization.name}.")
+    return redirect("dashboard:members")

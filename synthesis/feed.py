@@ -1,0 +1,81 @@
+"""Reading a job's audio as the worker publishes it, from any offset of its event stream."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator
+
+from django.conf import settings
+
+from tts_saas.errors import ApiError
+from tts_saas.threads import in_thread
+
+from . import streams
+from .jobs import expire_if_queued
+
+
+class JobAudioFeed:
+    """A job's audio as it arrives: `chunks()` yields PCM16 from the job's event stream (from the
+    start, so a late reader misses nothing), enforcing the queue and run deadlines, and raises
+    ApiError if the job fails. `end` holds the final event's fields afterwards."""
+
+    def __init__(
+        self,
+        job_id,
+        *,
+        seed: int | None = None,
+        characters: int = 0,
+        queue_timeout: float | None = None,
+        after: str = "0-0",
+    ):
+        self.job_id = str(job_id)
+        self.seed = seed
+        self.characters = characters
+        self.queue_timeout = settings.TTS_QUEUE_TIMEOUT if queue_timeout is None else queue_timeout
+        self.after = after
+        self.end: dict[str, str] = {}
+        self.samples = 0
+
+    async def chunks(self) -> AsyncIterator[bytes]:
+        queue_deadline = time.monotonic() + self.queue_timeout
+        run_deadline = None
+        async for event in streams.read(self.job_id, after=self.after):
+            now = time.monotonic()
+            if event is None:
+                if run_deadline is None and now > queue_deadline:
+                    if await in_thread(expire_if_queued)(self.job_id):
+                        raise ApiError(
+                            503,
+                            f"No synthesis worker took the request within {self.queue_timeout:g} s. Try again shortly.",
+                            "worker_unavailable",
+                            headers={"Retry-After": "10"},
+                        )
+                    queue_deadline = now + self.queue_timeout  # it started meanwhile
+                if run_deadline is not None and now > run_deadline:
+                    raise ApiError(503, "Synthesis did not finish in time.", "synthesis_timeout")
+                continue
+            self.after = event.id
+            if event.type == "start":
+                run_deadline = now + settings.CELERY_TASK_TIME_LIMIT + 5
+            elif event.type == "audio":
+                self.samples += len(event.fields["pcm"]) // 2
+                yield event.fields["pcm"]
+            elif event.type == "end":
+                self.end = {k: v.decode() for k, v in event.fields.items()}
+                return
+            elif event.type == "error":
+                raise ApiError(int(event.text("status", "500")), event.text("message"), event.text("code"))
+
+    async def first_audio(self) -> None:
+        """Wait for the job's first audio (or its end), so that errors before it still get their own
+        status code; this feed's own reading still starts from where it was."""
+        chunks = JobAudioFeed(self.job_id, queue_timeout=self.queue_timeout, after=self.after).chunks()
+        try:
+            await anext(chunks)
+        except StopAsyncIteration:
+            pass
+        finally:
+            await chunks.aclose()  # type: ignore[attr-defined]
+
+    async def read_all(self) -> bytes:
+        return b"".join([chunk async for chunk in self.chunks()])

@@ -1,0 +1,197 @@
+"""A job's life: submit (reserve quota, record, enqueue), settle (its one final state with the
+quota settlement and ledger row), expire, cancel. The only module that changes `Job.status`."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from dataclasses import asdict, dataclass
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from accounts.auth import Principal
+from accounts.models import Organization
+from billing import concurrency, ledger, quota
+from billing.limits import Limits
+from billing.models import UsageEvent
+from tts_saas.errors import ApiError
+
+from . import queue, streams
+from .models import Job
+from .prepared import PreparedSpeech
+
+logger = logging.getLogger(__name__)
+
+LEDGER_STATUS = {Job.Status.SUCCEEDED: UsageEvent.Status.SUCCEEDED, Job.Status.CANCELLED: UsageEvent.Status.CANCELLED}
+
+
+@dataclass(frozen=True)
+class Submission:
+    """How a job is submitted: live (`interactive`) or asynchronous, and its options."""
+
+    interactive: bool = True
+    callback_url: str = ""
+    idempotency_key: str = ""
+    request_hash: str = ""  # of the body the idempotency key came with
+
+    @property
+    def queue_timeout(self) -> float:
+        return settings.TTS_QUEUE_TIMEOUT if self.interactive else settings.TTS_JOB_QUEUE_TIMEOUT
+
+
+def request_digest(data: dict) -> str:
+    """What an Idempotency-Key is bound to: a hash of the request body."""
+    return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def find_idempotent_job(org: Organization, idempotency_key: str, request_hash: str) -> Job | None:
+    """The job an earlier request with this key made; 409 if that request had another body."""
+    job = Job.objects.filter(organization=org, idempotency_key=idempotency_key).first()
+    if job is not None and job.request_hash != request_hash:
+        raise ApiError(
+            409,
+            "This Idempotency-Key was already used with a different request body.",
+            "idempotency_key_reused",
+        )
+    return job
+
+
+def submit_job(
+    principal: Principal, speech: PreparedSpeech, limits: Limits, request_id: str, lease: str, how: Submission
+) -> Job:
+    """Reserve the request's characters, record the job and enqueue it. On any failure the
+    reservation is given back; once this returns, the job settles itself (worker, expiry, reaper).
+    A concurrent retry with the same idempotency key that inserts first wins: its job is
+    returned and this reservation given back (admission has already answered plain retries)."""
+    org = principal.organization
+    try:
+        period = quota.reserve(org, speech.characters, limits.monthly_characters)
+    except quota.QuotaExceeded as exc:
+        raise exc.error() from exc
+    data = speech.data
+    try:
+        with transaction.atomic():
+            job = Job.objects.create(
+                organization=org,
+                api_key=principal.api_key,
+                request_id=request_id,
+                model=data["model"],
+                voice=data["voice"],
+                response_format=data["response_format"],
+                input=data["input"],
+                segments=list(speech.text.segments),
+                params=asdict(speech.params),
+                cacheable=speech.cacheable,
+                characters=speech.characters,
+                quota_period=period,
+                lease=lease,
+                interactive=how.interactive,
+                callback_url=how.callback_url,
+                idempotency_key=how.idempotency_key,
+                request_hash=how.request_hash,
+            )
+    except IntegrityError:
+        quota.refund(org.pk, period, speech.characters)
+        earlier = find_idempotent_job(org, how.idempotency_key, how.request_hash) if how.idempotency_key else None
+        if earlier is None:
+            raise
+        return earlier  # a concurrent retry with the same key won the race
+    except Exception:
+        quota.refund(org.pk, period, speech.characters)
+        raise
+    try:
+        queue.enqueue_synthesis(
+            job.id, priority=limits.queue_priority, expires=how.queue_timeout, request_id=request_id
+        )
+    except Exception as exc:
+        logger.exception("could not enqueue", extra={"job_id": str(job.id)})
+        settle_job(job, Job.Status.FAILED, error_code="queue_unavailable", from_status=Job.Status.QUEUED)
+        raise ApiError(503, "The job queue is unavailable. Try again shortly.", "queue_unavailable") from exc
+    return job
+
+
+def settle_job(
+    job: Job,
+    status: str,
+    *,
+    audio_seconds: float = 0.0,
+    error_code: str = "",
+    error_message: str = "",
+    model_version: str = "",
+    cache_key: str = "",
+    billed: int | None = None,
+    from_status: str = Job.Status.RUNNING,
+) -> bool:
+    """Move a job to its final state exactly once, with its quota settlement (commit what is
+    billed, refund the rest) and ledger row in the same transaction, then free its concurrency
+    slot and schedule its callback. False if another party settled it first."""
+    now = timezone.now()
+    if billed is None:
+        billed = job.characters if status == Job.Status.SUCCEEDED else 0
+    with transaction.atomic():
+        moved = Job.objects.filter(pk=job.pk, status=from_status).update(
+            status=status,
+            finished_at=now,
+            audio_seconds=audio_seconds,
+            error_code=error_code,
+            error_message=error_message,
+            model_version=model_version,
+            cache_key=cache_key,
+            **({"progress": 1.0} if status == Job.Status.SUCCEEDED else {}),
+        )
+        if moved and job.quota_period:
+            ledger.settle(
+                org_id=job.organization_id,
+                period=job.quota_period,
+                reserved=job.characters,
+                billed=billed,
+                status=LEDGER_STATUS.get(status, UsageEvent.Status.FAILED),
+                api_key_id=job.api_key_id,
+                job_id=job.id,
+                request_id=job.request_id,
+                audio_seconds=audio_seconds,
+                model=job.model,
+                voice=job.voice,
+                latency_ms=int((now - job.created_at).total_seconds() * 1000),
+            )
+        if moved and job.callback_url:
+            transaction.on_commit(lambda: queue.enqueue_callback(job.id, job.request_id))
+    if moved and job.lease:
+        concurrency.release(job.organization_id, job.lease)
+    return bool(moved)
+
+
+def fail_job(job: Job, status: int, code: str, message: str, *, final: str = Job.Status.FAILED, **settle) -> bool:
+    """Settle a job that ends without audio and tell its readers why (HTTP `status`, `code`)."""
+    if not settle_job(job, final, error_code=code, error_message=message, **settle):
+        return False
+    streams.publish_error(job.id, status, code, message)
+    return True
+
+
+def expire_if_queued(job_id) -> bool:
+    """Give up on a job no worker has taken (refunding it); False if a worker took it meanwhile."""
+    job = Job.objects.get(pk=job_id)
+    return fail_job(
+        job,
+        503,
+        "worker_unavailable",
+        "No worker took the job in time.",
+        final=Job.Status.EXPIRED,
+        from_status=Job.Status.QUEUED,
+    )
+
+
+def cancel_job(job: Job) -> Job:
+    """Cancel a job: one still queued is settled at once (full refund); a running one is asked to
+    stop, and its worker settles it (billing only the segments done)."""
+    settled = job.status == Job.Status.QUEUED and fail_job(
+        job, 409, "cancelled", "Cancelled by the client.", final=Job.Status.CANCELLED, from_status=Job.Status.QUEUED
+    )
+    if not settled and job.status in (Job.Status.QUEUED, Job.Status.RUNNING):
+        streams.request_cancel(job.id)
+    job.refresh_from_db()
+    return job

@@ -1,0 +1,99 @@
+"""A speech request made concrete, before anything is reserved: the plan's limits checked, the
+text normalised and split, every generation parameter fixed (`PreparedSpeech`); and the answer
+when the audio cache already holds it (`CachedSpeech`)."""
+
+from __future__ import annotations
+
+import math
+import secrets
+from dataclasses import dataclass
+
+from django.conf import settings
+
+from billing.limits import Limits
+from inference.engine import SynthesisParams
+from inference.text import PreparedText, TextError, prepare
+from inference.voices import VOICES
+from tts_saas.errors import ApiError
+
+from . import cache
+
+
+def speed_level(speed: float) -> int:
+    """OpenAI's speed (0.25–4.0, 1.0 normal) onto ChatTTS's [speed_0..9] (5 normal), log-scaled."""
+    return max(0, min(9, round(5 + 2 * math.log2(speed))))
+
+
+@dataclass(frozen=True)
+class PreparedSpeech:
+    data: dict  # the validated request body
+    text: PreparedText
+    params: SynthesisParams
+    cacheable: bool  # deterministic (seeded), so its audio may be cached and reused
+
+    @property
+    def cache_text(self) -> str:
+        return cache.segments_text(self.text.segments)
+
+    @property
+    def characters(self) -> int:
+        return len(self.data["input"])
+
+
+@dataclass(frozen=True)
+class CachedSpeech:
+    """A speech request answered from the audio cache (a miss is a live `JobAudioFeed` instead)."""
+
+    pcm16: bytes
+    seed: int
+
+
+def enforce_plan_limits(limits: Limits, data: dict) -> None:
+    """Refuse what the organization's plan does not include: input length, format, voice."""
+    if len(data["input"]) > limits.max_input_chars:
+        raise ApiError(
+            400,
+            f"Input is {len(data['input'])} characters; your plan allows {limits.max_input_chars} per request.",
+            "string_above_max_length",
+            "input",
+        )
+    if limits.allowed_formats and data["response_format"] not in limits.allowed_formats:
+        raise ApiError(
+            403,
+            f"response_format '{data['response_format']}' is not in your plan; "
+            f"available: {', '.join(limits.allowed_formats)}.",
+            "not_in_plan",
+            "response_format",
+        )
+    if limits.allowed_voices and data["voice"] not in limits.allowed_voices:
+        raise ApiError(
+            403,
+            f"Voice '{data['voice']}' is not in your plan; available: {', '.join(limits.allowed_voices)}.",
+            "not_in_plan",
+            "voice",
+        )
+
+
+def prepare_speech(data: dict) -> PreparedSpeech:
+    """Normalise and split the text and fix every generation parameter (CPU work: call in a thread)."""
+    try:
+        text = prepare(data["input"])
+    except TextError as exc:
+        raise ApiError(400, str(exc), "invalid_input", "input") from exc
+    seed = data.get("seed")
+    if seed is None and settings.TTS_DEFAULT_SEED != "":
+        seed = int(settings.TTS_DEFAULT_SEED)
+    cacheable = seed is not None
+    if seed is None:
+        seed = secrets.randbelow(2**31)
+    params = SynthesisParams(
+        voice_seed=VOICES[data["voice"]].seed,
+        seed=seed,
+        temperature=data["temperature"],
+        top_p=data["top_p"],
+        top_k=data["top_k"],
+        speed=speed_level(data["speed"]),
+        refine_text=data["refine_text"],
+        refine_prompt=data["refine_prompt"],
+    )
+    return PreparedSpeech(data=data, text=text, params=params, cacheable=cacheable)

@@ -1,0 +1,27 @@
+"""Rows for tests, with sensible defaults: `make_job(org, status=..., ...)`."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+
+from inference.engine import SynthesisParams
+from synthesis.models import Job
+
+
+def make_job(org, **overrides) -> Job:
+    """A job of `org` as the API would have accepted it (queued, one segment, billed for its
+    input); `overrides` set any field, e.g. status=Job.Status.RUNNING, created_at=..."""
+    text = overrides.pop("input", "Hello from a test.")
+    fields = {
+        "organization": org,
+        "status": Job.Status.QUEUED,
+        "model": "chattts",
+        "voice": "alloy",
+        "response_format": "mp3",
+        "input": text,
+        "segments": [text],
+        "params": asdict(SynthesisParams(voice_seed=1, seed=1)),
+        "characters": len(text),
+    }
+    fields.update(overrides)
+    return Job.objects.create(**fields)
