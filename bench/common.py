@@ -15,15 +15,17 @@ sys.path.insert(0, str(ROOT))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tts_saas.settings")
 
 
-def setup(description: str, runs: int = 5):
-    """The benchmarks' common arguments (--runs, --size); sets Django up."""
+def setup(description: str, runs: int = 5, extra=None):
+    """The benchmarks' common arguments (--runs, --size, and what `extra(parser)` adds); sets Django up."""
     import argparse
 
     import django
 
-    parser = argparse.ArgumentParser(description=description)
+    parser = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=runs)
     parser.add_argument("--size", default="full", choices=["tiny", "full"])
+    if extra is not None:
+        extra(parser)
     args = parser.parse_args()
     django.setup()
     return args

@@ -2,7 +2,12 @@
 
 Model source: `model_dir` (a local directory in the official layout, either ChatTTS's released
 weights or a checkpoint made by `inference.checkpoint`), else ChatTTS's own Hugging Face download.
-Loaded once per worker process, on `device` (cuda when present).
+Loaded once per worker process, on `device` (cuda when present), at a `precision` for the GPT.
+
+Everything runs through `generate_batch`/`run_rows`: rows with their own texts, voices, seeds and
+sampling settings in one batch (`inference.batch`), our own token loop over ChatTTS's GPT
+(`inference.generation`) and windowed decoding (`inference.runner`). ChatTTS's own generation runs
+only for text refinement (`refine_text`), one row at a time.
 """
 
 from __future__ import annotations
@@ -11,24 +16,38 @@ import hashlib
 import json
 import logging
 import os
+import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from . import checkpoint
-from .engine import ModelUnavailable, SynthesisParams, SynthesisRequest, fade_edges, fade_in, pause, ramp_down
-from .text import SAMPLE_RATE, SAMPLES_PER_TOKEN, token_budget
+from . import checkpoint, requests
+from .batch import Audio, BatchRow, BatchSink, Event
+from .engine import ModelUnavailable, SynthesisParams, SynthesisRequest
+from .text import SAMPLE_RATE
+
+if TYPE_CHECKING:
+    from .generation import GPTParts
 
 logger = logging.getLogger(__name__)
 
-MAX_BATCH = 4  # segments per model call; streaming misbehaves above 4 (CHATTTS_NOTES.md)
+PRECISIONS = ("fp32", "bf16", "int8")  # the GPT's: bfloat16, or int8 dynamic quantization (CPU only)
 
 
 class ChatTTSEngine:
     sample_rate = SAMPLE_RATE
 
-    def __init__(self, chat, device, model_version: str, random_weights: bool, fixed_length: bool = False):
+    def __init__(
+        self,
+        chat,
+        device,
+        model_version: str,
+        random_weights: bool,
+        fixed_length: bool = False,
+        precision: str = "fp32",
+    ):
         self.chat = chat
         # Benchmarks only: every generation runs to its token budget (no early end token), so
         # runs compare equal work.
@@ -36,18 +55,29 @@ class ChatTTSEngine:
         self.device = device
         self.model_version = model_version
         self.random_weights = random_weights
+        self.precision = precision
         self._speakers: dict[int, str] = {}
+        self._parts: GPTParts | None = None
 
     @classmethod
     def load(
-        cls, model_dir: str = "", device: str = "", hf_cache_dir: str = "", fixed_length: bool = False
+        cls,
+        model_dir: str = "",
+        device: str = "",
+        hf_cache_dir: str = "",
+        fixed_length: bool = False,
+        precision: str = "fp32",
     ) -> ChatTTSEngine:
         import ChatTTS  # noqa: PLC0415  (torch/ChatTTS: worker processes only)
         import torch  # noqa: PLC0415  (torch/ChatTTS: worker processes only)
 
         from .checkpoint import build_config  # noqa: PLC0415  (torch/ChatTTS: worker processes only)
 
+        if precision not in PRECISIONS:
+            raise ValueError(f"precision must be one of {', '.join(PRECISIONS)}, not {precision!r}")
         dev = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
+        if precision == "int8" and dev.type != "cpu":
+            raise ValueError("int8 (dynamic quantization of the GPT's Linear layers) runs on CPU only")
         chat = ChatTTS.Chat(logging.getLogger("ChatTTS"))
         random_weights = False
         if model_dir:
@@ -75,10 +105,13 @@ class ChatTTSEngine:
                     "network, or download them elsewhere and set TTS_MODEL_DIR to that directory."
                 )
             fingerprint = json.dumps(chat.sha256_map, sort_keys=True)
+        _set_precision(chat, precision)
         digest = hashlib.sha256(fingerprint.encode()).hexdigest()[:12]
-        version = f"chattts-{digest}{'-random' if random_weights else ''}"
+        # Another precision gives other audio: it is another model version (cache keys include it).
+        suffix = ("" if precision == "fp32" else f"-{precision}") + ("-random" if random_weights else "")
+        version = f"chattts-{digest}{suffix}"
         logger.info("model loaded: %s on %s, %d torch threads", version, dev, torch.get_num_threads())
-        return cls(chat, dev, version, random_weights, fixed_length)
+        return cls(chat, dev, version, random_weights, fixed_length, precision)
 
     def speaker(self, voice_seed: int) -> str:
         """The voice's speaker embedding, sampled from the model's speaker statistics."""
@@ -91,6 +124,7 @@ class ChatTTSEngine:
         return self._speakers[voice_seed]
 
     def _params(self, p: SynthesisParams, max_tokens: int):
+        """ChatTTS's own parameters for `p`: for `Chat.infer` (refinement; comparisons in tests)."""
         import ChatTTS  # noqa: PLC0415  (torch/ChatTTS: worker processes only)
 
         code = ChatTTS.Chat.InferCodeParams(
@@ -107,39 +141,117 @@ class ChatTTSEngine:
         refine = ChatTTS.Chat.RefineTextParams(prompt=p.refine_prompt, manual_seed=p.seed, show_tqdm=False)
         return code, refine
 
+    # The batch path.
+
+    def generate_batch(self, rows: list[BatchRow], sink: BatchSink, chunk_tokens: int = 24) -> None:
+        """Run `rows` (any texts, voices, seeds, sampling settings, speeds, budgets) as one batch to
+        its end, reporting each row's audio chunks and its end to `sink` as they happen."""
+        for event in self.run_rows(rows, sink.stop_requested, chunk_tokens):
+            if isinstance(event, Audio):
+                sink.audio(event.key, event.samples)
+            else:
+                sink.done(event.key, event.tokens)
+
+    def run_rows(self, rows: list[BatchRow], stop: Callable[[str], bool], chunk_tokens: int = 24) -> Iterator[Event]:
+        """`generate_batch` as an iterator of events (what `synthesize` and `stream` consume)."""
+        from . import runner  # noqa: PLC0415  (torch/ChatTTS: worker processes only)
+        from .generation import RowPlan  # noqa: PLC0415  (torch/ChatTTS: worker processes only)
+
+        if len({r.key for r in rows}) != len(rows):
+            raise ValueError("the rows' keys must be unique within a batch")
+        if chunk_tokens < 1:
+            raise ValueError("chunk_tokens must be at least 1")
+        if not rows:
+            return
+        emb, attention_mask = self._prompts(rows)
+        plans = [
+            RowPlan(
+                key=r.key,
+                seed=r.params.seed,
+                temperature=r.params.temperature,
+                top_p=r.params.top_p,
+                top_k=r.params.top_k,
+                max_tokens=r.max_tokens,
+                min_tokens=r.max_tokens if self.fixed_length else 0,
+            )
+            for r in rows
+        ]
+        use_decoder = [r.params.use_decoder for r in rows]
+        parts = self._gpt_parts()
+        yield from runner.run(parts, self._decode, emb, attention_mask, plans, use_decoder, chunk_tokens, stop)
+
+    def _prompts(self, rows: list[BatchRow]):
+        """The rows' prompt embeddings (left-padded) with each row's own speaker embedding, as
+        `Chat._infer_code` builds them for one row; and the attention mask."""
+        import torch  # noqa: PLC0415  (torch/ChatTTS: worker processes only)
+
+        chat = self.chat
+        texts = []
+        for row in rows:
+            # The text is normalised already; ChatTTS's normaliser maps what is left (as infer did).
+            text = chat.normalizer(row.text, True, True, None)
+            if row.params.refine_text:
+                text = self._refine(text, row.params)
+            spk = self.speaker(row.params.voice_seed)
+            texts.append(chat.speaker.decorate_code_prompts([text], f"[speed_{row.params.speed}]", None, spk)[0])
+        with torch.inference_mode():
+            input_ids, attention_mask, text_mask = chat.tokenizer.encode(
+                texts, chat.config.gpt.num_vq, device=chat.device_gpt
+            )
+            emb = chat.embed(input_ids, text_mask)
+            for i, row in enumerate(rows):
+                # Speaker.apply writes one embedding over the whole batch: apply it row by row.
+                chat.speaker.apply(
+                    emb.narrow(0, i, 1),
+                    self.speaker(row.params.voice_seed),
+                    input_ids.narrow(0, i, 1),
+                    chat.tokenizer.spk_emb_ids,
+                    chat.device_gpt,
+                )
+        return emb, attention_mask
+
+    def _refine(self, text: str, p: SynthesisParams) -> str:
+        """ChatTTS's text refinement of one row (adds [uv_break], [laugh], …), as `Chat._infer` does."""
+        _, refine = self._params(p, 0)
+        self.chat.context.set(False)
+        refined = self.chat._refine_text([text], self.chat.device, refine)
+        ids = [i[i.less(self.chat.tokenizer.break_0_ids)] for i in refined.ids]
+        out = self.chat.tokenizer.decode(ids)[0]
+        refined.destroy()
+        return out
+
+    def _gpt_parts(self) -> GPTParts:
+        from .generation import GPTParts  # noqa: PLC0415  (torch/ChatTTS: worker processes only)
+
+        if self._parts is None:
+            gpt = self.chat.gpt
+            dtype = next(p.dtype for p in gpt.gpt.parameters() if p.is_floating_point())
+            self._parts = GPTParts(
+                llama=gpt.gpt,
+                emb_code=gpt.emb_code,
+                head_code=gpt.head_code,
+                num_audio_tokens=gpt.num_audio_tokens,
+                device=self.chat.device,
+                device_gpt=self.chat.device_gpt,
+                dtype=dtype,
+            )
+        return self._parts
+
+    def _decode(self, features, use_decoder: bool) -> np.ndarray:
+        """Features (rows, channels, tokens) to audio (rows, samples), as `Chat._decode_to_wavs`."""
+        decoder = self.chat.decoder if use_decoder else self.chat.dvae
+        return self.chat._vocos_decode(decoder(features.to(self.chat.device)))
+
+    # A single request, on the batch path.
+
     def synthesize(
         self,
         request: SynthesisRequest,
         should_stop: Callable[[], bool] | None = None,
         on_segment: Callable[[int], None] | None = None,
     ) -> Iterator[np.ndarray]:
-        p = request.params
-        budgets = request.max_tokens or [token_budget(s) for s in request.segments]
-        first = True
-        for start in range(0, len(request.segments), MAX_BATCH):
-            if should_stop is not None and should_stop():
-                return
-            texts = list(request.segments[start : start + MAX_BATCH])
-            limits = budgets[start : start + MAX_BATCH]
-            code, refine = self._params(p, max(limits))
-            wavs = self.chat.infer(
-                texts,
-                split_text=False,
-                skip_refine_text=not p.refine_text,
-                use_decoder=p.use_decoder,
-                do_text_normalization=True,  # text is normalised already; this maps leftovers
-                params_infer_code=code,
-                params_refine_text=refine,
-            )
-            for wav, limit in zip(wavs, limits, strict=True):
-                # One batch shares one max_new_token: hold every segment to its own budget.
-                audio = np.asarray(wav, dtype=np.float32).reshape(-1)[: limit * SAMPLES_PER_TOKEN]
-                if not first:
-                    yield pause()
-                first = False
-                yield fade_edges(audio)
-            if on_segment is not None:
-                on_segment(start + len(texts))
+        """One piece per segment, in order, with a pause between two (`requests.synthesize`)."""
+        return requests.synthesize(self.run_rows, request, should_stop, on_segment)
 
     def stream(
         self,
@@ -148,57 +260,29 @@ class ChatTTSEngine:
         chunk_tokens: int = 24,
         on_segment: Callable[[int], None] | None = None,
     ) -> Iterator[np.ndarray]:
-        """Yield audio while it is generated: about `chunk_tokens` tokens (24 ≈ 0.5 s) at a time.
-
-        Segments run one after another (the first audio matters more than batch throughput).
-        ChatTTS's stream defaults are tuned here: no skipped first yields (pass_first_n_batches=0)
-        and a chunk size that keeps up with generation (stream_speed = chunk_tokens × 512).
-        """
-        p = request.params
-        budgets = request.max_tokens or [token_budget(s) for s in request.segments]
-        for index, (segment, limit) in enumerate(zip(request.segments, budgets, strict=True)):
-            if index:
-                yield pause()
-            code, refine = self._params(p, limit)
-            code.stream_batch = chunk_tokens
-            code.stream_speed = chunk_tokens * SAMPLES_PER_TOKEN
-            code.pass_first_n_batches = 0
-            chunks = self.chat.infer(
-                [segment],
-                stream=True,
-                split_text=False,
-                skip_refine_text=not p.refine_text,
-                use_decoder=p.use_decoder,
-                params_infer_code=code,
-                params_refine_text=refine,
-            )
-            left = limit * SAMPLES_PER_TOKEN
-            first, last = True, 0.0
-            try:
-                for wavs in chunks:
-                    audio = np.asarray(wavs, dtype=np.float32).reshape(-1)[:left]
-                    if audio.size == 0:
-                        continue
-                    left -= audio.size
-                    if first:
-                        audio = fade_in(audio)
-                        first = False
-                    last = float(audio[-1])
-                    yield audio
-                    if should_stop is not None and should_stop():
-                        return
-            finally:
-                chunks.close()  # stops ChatTTS's generation loop
-            if last:
-                yield ramp_down(last)
-            if on_segment is not None:
-                on_segment(index + 1)
+        """Audio in order as it is generated, ~`chunk_tokens` tokens at a time (`requests.stream`)."""
+        return requests.stream(self.run_rows, request, should_stop, chunk_tokens, on_segment)
 
     def warm_up(self) -> None:
         """The first inference compiles numba code (~1.3 s): pay it at start, not on a request."""
         params = SynthesisParams(voice_seed=1, seed=0)
         for _ in self.synthesize(SynthesisRequest(segments=["warm up."], params=params, max_tokens=[8])):
             pass
+
+
+def _set_precision(chat, precision: str) -> None:
+    """bf16: the GPT's transformer in bfloat16 (embeddings, heads and decoders stay float32).
+    int8: its Linear layers dynamically quantized (int8 weights, activations quantized per call)."""
+    import torch  # noqa: PLC0415  (torch/ChatTTS: worker processes only)
+
+    if precision == "bf16":
+        chat.gpt.gpt.to(torch.bfloat16)
+    elif precision == "int8":
+        from torch.ao.quantization import quantize_dynamic  # noqa: PLC0415  (torch/ChatTTS: worker processes only)
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # torch.ao.quantization's deprecation notice
+            chat.gpt.gpt = quantize_dynamic(chat.gpt.gpt, {torch.nn.Linear}, dtype=torch.qint8)
 
 
 def check_model_dir(model_dir: str) -> str | None:

@@ -1,8 +1,8 @@
 """The engine interface the worker drives: a request in, float32 mono 24 kHz audio out.
 
-A request is a list of segments, and the ChatTTS engine runs up to four segments in one
-left-padded batch (2.5–5× the throughput of one at a time on CPU). `SynthesisParams` is frozen and
-hashable so that queued jobs with equal parameters can be grouped into one model call.
+A request is a list of segments. The ChatTTS engine runs segments as rows of left-padded batches
+(`inference.batch`), and rows of different requests, with different parameters, may share a batch.
+`SynthesisParams` is frozen and hashable.
 """
 
 from __future__ import annotations

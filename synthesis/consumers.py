@@ -26,7 +26,7 @@ from tts_saas.redis import get_async_redis
 from tts_saas.request_id import new_request_id
 from tts_saas.threads import in_thread
 
-from . import audio, protocol, streams
+from . import audio, inflight, protocol, streams
 from .feed import JobAudioFeed
 from .models import Job
 from .operations import WS_CONNECTIONS
@@ -72,7 +72,7 @@ class SpeechStreamConsumer(AsyncWebsocketConsumer):
         if hasattr(self, "connection_id"):
             await get_async_redis().zrem(WS_CONNECTIONS, self.connection_id)
         if getattr(self, "current", None) and self.current.get("job_id"):
-            await streams.arequest_cancel(self.current["job_id"])
+            await inflight.abandon(self.current["job_id"])  # unless others listen to it
 
     def _emit(self, message: dict | bytes) -> None:
         try:
@@ -88,7 +88,7 @@ class SpeechStreamConsumer(AsyncWebsocketConsumer):
         for task in self.tasks:
             task.cancel()
         if job_id:
-            await streams.arequest_cancel(job_id)
+            await inflight.abandon(job_id)
         try:
             await self.close(code=SLOW_CLIENT)
         except Exception:  # the client vanished meanwhile: nothing left to tell it
@@ -189,7 +189,8 @@ class SpeechStreamConsumer(AsyncWebsocketConsumer):
                 self._emit(body[start : start + FRAME_BYTES])
             samples = len(result.pcm16) // 2
         else:
-            self.current["job_id"] = result.job_id  # type: ignore[index]
+            if not getattr(result, "shared", False):  # a shared job is not this utterance's to stop
+                self.current["job_id"] = result.job_id  # type: ignore[index]
             self._emit(protocol.start(utterance, fmt, cached=False, job_id=result.job_id, request_id=request_id))
             await self._pipe(result, fmt)
             samples = result.samples

@@ -10,7 +10,7 @@ from django.conf import settings
 from tts_saas.errors import ApiError
 from tts_saas.threads import in_thread
 
-from . import streams
+from . import capacity, streams
 from .jobs import expire_if_queued
 
 
@@ -26,31 +26,52 @@ class JobAudioFeed:
         seed: int | None = None,
         characters: int = 0,
         queue_timeout: float | None = None,
+        deadline: float | None = None,
         after: str = "0-0",
     ):
         self.job_id = str(job_id)
         self.seed = seed
         self.characters = characters
+        # Give up on a job that has not started when no worker made progress for `queue_timeout`
+        # (dead or stuck workers), or after `deadline` in any case (busy for too long).
         self.queue_timeout = settings.TTS_QUEUE_TIMEOUT if queue_timeout is None else queue_timeout
+        self.deadline = self.queue_timeout + settings.TTS_MAX_QUEUE_WAIT if deadline is None else deadline
         self.after = after
         self.end: dict[str, str] = {}
         self.samples = 0
 
+    async def _waited_too_long(self, began: float, began_at: float) -> ApiError | None:
+        """Why a job that has not started is given up now, or None to go on waiting."""
+        if time.monotonic() - began > self.deadline:
+            return ApiError(
+                503,
+                f"The request did not start within {self.deadline:g} s: the service is busy. Try again shortly.",
+                "server_overloaded",
+                headers={"Retry-After": "10"},
+            )
+        progress = await capacity.last_progress_async()
+        if time.time() - max(began_at, progress or 0.0) <= self.queue_timeout:
+            return None  # the workers are working through the queue
+        return ApiError(
+            503,
+            f"No synthesis worker took the request within {self.queue_timeout:g} s. Try again shortly.",
+            "worker_unavailable",
+            headers={"Retry-After": "10"},
+        )
+
     async def chunks(self) -> AsyncIterator[bytes]:
-        queue_deadline = time.monotonic() + self.queue_timeout
+        began, began_at = time.monotonic(), time.time()
         run_deadline = None
+        starting = False  # the job was seen leaving the queue: its start event is on its way
         async for event in streams.read(self.job_id, after=self.after):
             now = time.monotonic()
             if event is None:
-                if run_deadline is None and now > queue_deadline:
-                    if await in_thread(expire_if_queued)(self.job_id):
-                        raise ApiError(
-                            503,
-                            f"No synthesis worker took the request within {self.queue_timeout:g} s. Try again shortly.",
-                            "worker_unavailable",
-                            headers={"Retry-After": "10"},
-                        )
-                    queue_deadline = now + self.queue_timeout  # it started meanwhile
+                if run_deadline is None and not starting:
+                    error = await self._waited_too_long(began, began_at)
+                    if error is not None:
+                        if await in_thread(expire_if_queued)(self.job_id):
+                            raise error
+                        starting = True
                 if run_deadline is not None and now > run_deadline:
                     raise ApiError(503, "Synthesis did not finish in time.", "synthesis_timeout")
                 continue
@@ -69,7 +90,9 @@ class JobAudioFeed:
     async def first_audio(self) -> None:
         """Wait for the job's first audio (or its end), so that errors before it still get their own
         status code; this feed's own reading still starts from where it was."""
-        chunks = JobAudioFeed(self.job_id, queue_timeout=self.queue_timeout, after=self.after).chunks()
+        chunks = JobAudioFeed(
+            self.job_id, queue_timeout=self.queue_timeout, deadline=self.deadline, after=self.after
+        ).chunks()
         try:
             await anext(chunks)
         except StopAsyncIteration:

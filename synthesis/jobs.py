@@ -19,7 +19,7 @@ from billing.limits import Limits
 from billing.models import UsageEvent
 from tts_saas.errors import ApiError
 
-from . import queue, streams
+from . import capacity, inflight, queue, streams
 from .models import Job
 from .prepared import PreparedSpeech
 
@@ -38,8 +38,15 @@ class Submission:
     request_hash: str = ""  # of the body the idempotency key came with
 
     @property
-    def queue_timeout(self) -> float:
-        return settings.TTS_QUEUE_TIMEOUT if self.interactive else settings.TTS_JOB_QUEUE_TIMEOUT
+    def queue_deadline(self) -> float:
+        """Seconds the job may wait to start; its task expires unrun after them."""
+        return queue_deadline(self.interactive)
+
+
+def queue_deadline(interactive: bool) -> float:
+    if interactive:
+        return settings.TTS_MAX_QUEUE_WAIT + settings.TTS_QUEUE_TIMEOUT
+    return settings.TTS_JOB_QUEUE_TIMEOUT
 
 
 def request_digest(data: dict) -> str:
@@ -102,10 +109,11 @@ def submit_job(
     except Exception:
         quota.refund(org.pk, period, speech.characters)
         raise
+    capacity.note_waiting(job.id)
+    earlier = concurrency.in_flight(org.pk) - 1  # the organization's jobs not finished, this one aside
+    priority = capacity.fair_priority(limits.queue_priority, earlier, settings.TTS_MAX_BATCH)
     try:
-        queue.enqueue_synthesis(
-            job.id, priority=limits.queue_priority, expires=how.queue_timeout, request_id=request_id
-        )
+        queue.enqueue_synthesis(job.id, priority=priority, expires=how.queue_deadline, request_id=request_id)
     except Exception as exc:
         logger.exception("could not enqueue", extra={"job_id": str(job.id)})
         settle_job(job, Job.Status.FAILED, error_code="queue_unavailable", from_status=Job.Status.QUEUED)
@@ -161,7 +169,25 @@ def settle_job(
             transaction.on_commit(lambda: queue.enqueue_callback(job.id, job.request_id))
     if moved and job.lease:
         concurrency.release(job.organization_id, job.lease)
+    if moved and from_status == Job.Status.QUEUED:
+        capacity.note_not_waiting(job.id)
+    if moved and job.cacheable:
+        inflight.finished(inflight.identity(job.organization_id, job.model, job.segments, job.params), job.id)
     return bool(moved)
+
+
+def claim_job(job_id: str) -> Job | None:
+    """A worker takes the job: now running; None if it is not queued any more (cancelled,
+    expired, or taken by another worker)."""
+    claimed = Job.objects.filter(pk=job_id, status=Job.Status.QUEUED).update(
+        status=Job.Status.RUNNING, started_at=timezone.now()
+    )
+    if not claimed:
+        return None
+    job = Job.objects.select_related("organization").get(pk=job_id)
+    capacity.note_not_waiting(job.id)
+    capacity.note_progress()
+    return job
 
 
 def fail_job(job: Job, status: int, code: str, message: str, *, final: str = Job.Status.FAILED, **settle) -> bool:

@@ -7,7 +7,7 @@ from datetime import datetime, timedelta
 from django.conf import settings
 from django.utils import timezone
 
-from .jobs import fail_job
+from .jobs import fail_job, queue_deadline
 from .models import Job
 
 
@@ -21,8 +21,7 @@ def reap_stale_jobs(now: datetime | None = None) -> dict[str, int]:
         if fail_job(job, 503, "worker_lost", "The worker stopped mid-job."):
             counts["lost"] += 1
     for job in Job.objects.filter(status=Job.Status.QUEUED):
-        waited = settings.TTS_QUEUE_TIMEOUT if job.interactive else settings.TTS_JOB_QUEUE_TIMEOUT
-        if job.created_at < now - timedelta(seconds=waited + 60) and fail_job(
+        if job.created_at < now - timedelta(seconds=queue_deadline(job.interactive) + 60) and fail_job(
             job,
             503,
             "worker_unavailable",

@@ -1,12 +1,20 @@
-"""Prometheus figures that live in Redis (audio cache, queues, workers), read at scrape time so
+"""Prometheus figures that live in Redis (audio cache, queue, workers), read at scrape time so
 every web replica reports the same, current values. Registered when the app is ready."""
 
 from __future__ import annotations
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
-from . import cache, workers
+from . import cache, capacity, workers
 from .operations import queue_depths
+
+QUEUE_GAUGES = {
+    "tts_jobs_waiting": "Jobs waiting for a synthesis worker",
+    "tts_worker_capacity": "Jobs the ready workers generate at once",
+    "tts_job_service_seconds": "Measured time of one job on a worker",
+    "tts_service_rate_jobs": "Jobs per second the ready workers finish when busy",
+    "tts_estimated_wait_seconds": "Estimated wait of a new request to start",
+}
 
 
 class SynthesisCollector:
@@ -16,6 +24,8 @@ class SynthesisCollector:
         yield GaugeMetricFamily("tts_cache_bytes", "Bytes held by the audio cache")
         yield GaugeMetricFamily("tts_queue_depth", "Tasks waiting per Celery queue", labels=["queue"])
         yield GaugeMetricFamily("tts_workers", "Synthesis worker processes alive", labels=["status"])
+        for name, text in QUEUE_GAUGES.items():
+            yield GaugeMetricFamily(name, text)
 
     def collect(self):
         stats = cache.stats()
@@ -33,3 +43,14 @@ class SynthesisCollector:
         for status in ("ready", "unavailable"):
             alive.add_metric([status], sum(1 for w in states if w.status == status))
         yield alive
+        queue = capacity.queue_state(states)
+        values = {
+            "tts_jobs_waiting": queue.waiting,
+            "tts_worker_capacity": queue.capacity,
+            "tts_job_service_seconds": queue.job_seconds,
+            "tts_service_rate_jobs": queue.service_rate,
+            "tts_estimated_wait_seconds": queue.estimated_wait(),
+        }
+        for name, value in values.items():
+            if value is not None:  # nothing measured yet: no sample rather than a made-up one
+                yield GaugeMetricFamily(name, QUEUE_GAUGES[name], value=value)

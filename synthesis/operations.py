@@ -12,7 +12,7 @@ from django.utils import timezone
 from billing.models import UsageEvent
 from tts_saas.redis import get_redis
 
-from . import cache, workers
+from . import cache, capacity, workers
 from .models import Job
 
 WS_CONNECTIONS = "tts:ws:connections"  # sorted set: connection id -> opened at
@@ -43,10 +43,14 @@ def snapshot() -> dict:
     latencies = list(events.filter(status="succeeded").values_list("latency_ms", flat=True)[:50_000])
     totals = events.aggregate(all=Count("id"), failed=Count("id", filter=Q(status="failed")))
     stats = cache.stats()
+    live = workers.live_workers()
+    queue = capacity.queue_state(live)
     lookups = stats.get("hits", 0) + stats.get("misses", 0)
     return {
         "queues": queue_depths(),
-        "workers": workers.live_workers(),
+        "workers": live,
+        "queue": queue,
+        "estimated_wait": queue.estimated_wait(),
         "jobs_last_hour": sum(by_status.values()),
         "jobs_per_minute": round(sum(by_status.values()) / 60, 2),
         "jobs_by_status": by_status,

@@ -1,23 +1,28 @@
 """The web side of a speech request (REST and WebSocket alike): plan limits → text preparation →
-audio cache (a hit is charged and answered at once) → admission: a concurrency slot, a live
-worker, the quota reservation and the job, whose audio is then read through a `JobAudioFeed`."""
+audio cache (a hit is charged and answered at once) → an identical request being generated (its
+audio is shared, billed as a cache hit) → admission: a concurrency slot, a live worker, room in
+the queue, the quota reservation and the job, whose audio is then read through a `JobAudioFeed`."""
 
 from __future__ import annotations
 
+import math
 import time
+from collections.abc import AsyncIterator
+from dataclasses import asdict
 
 from django.conf import settings
 
 from accounts.auth import Principal
 from billing import concurrency, ledger, quota
 from billing.limits import Limits
+from billing.models import UsageEvent
 from inference.text import SAMPLE_RATE
 from tts_saas.errors import ApiError
 from tts_saas.threads import in_thread
 
-from . import cache, workers
+from . import cache, capacity, inflight, workers
 from .feed import JobAudioFeed
-from .jobs import Submission, find_idempotent_job, request_digest, submit_job
+from .jobs import Submission, find_idempotent_job, queue_deadline, request_digest, submit_job
 from .models import Job
 from .prepared import CachedSpeech, PreparedSpeech, enforce_plan_limits, prepare_speech
 
@@ -60,6 +65,21 @@ def no_worker_error(states: list[workers.WorkerState]) -> ApiError:
     )
 
 
+def check_queue_wait(queue: capacity.QueueState, how: Submission) -> None:
+    """Refuse at once, with the time to come back, a job that would wait longer than it may."""
+    wait = queue.estimated_wait()
+    most = settings.TTS_MAX_QUEUE_WAIT if how.interactive else settings.TTS_JOB_QUEUE_TIMEOUT
+    if wait is not None and wait > most:
+        retry = max(1, math.ceil(wait - most))
+        raise ApiError(
+            503,
+            f"The service is at capacity: a new request would wait about {wait:.0f} s to start (at most "
+            f"{most:g} s are allowed). Retry in {retry} s.",
+            "server_overloaded",
+            headers={"Retry-After": str(retry)},
+        )
+
+
 async def admit_job(
     principal: Principal, limits: Limits, speech: PreparedSpeech, request_id: str, how: Submission = Submission()
 ) -> Job:
@@ -70,7 +90,7 @@ async def admit_job(
         if earlier is not None:
             return earlier
     lease = request_id
-    ttl = how.queue_timeout + settings.CELERY_TASK_TIME_LIMIT + 30  # its wait, its run, a margin
+    ttl = how.queue_deadline + settings.CELERY_TASK_TIME_LIMIT + 30  # its wait, its run, a margin
     if not await concurrency.acquire(org.pk, lease, limits.concurrent_jobs, ttl):
         raise ApiError(
             429,
@@ -80,10 +100,10 @@ async def admit_job(
         )
     job = None
     try:
-        if how.interactive:  # someone is waiting: refuse now rather than queue for nobody
-            states = await workers.live_workers_async()
-            if not any(w.status == "ready" for w in states):
-                raise no_worker_error(states)
+        states = await workers.live_workers_async()
+        if how.interactive and not any(w.status == "ready" for w in states):
+            raise no_worker_error(states)  # someone is waiting: refuse now rather than queue for nobody
+        check_queue_wait(await capacity.queue_state_async(states), how)
         job = await in_thread(submit_job)(principal, speech, limits, request_id, lease, how)
     finally:
         if job is None or job.lease != lease:  # the slot was never handed to a (new) job
@@ -107,5 +127,81 @@ async def speak(
             await in_thread(record_cache_hit)(principal, limits, speech, request_id, started, seconds)
             return CachedSpeech(pcm, speech.params.seed)
     how = Submission(idempotency_key=idempotency_key, request_hash=request_digest(data) if idempotency_key else "")
-    job = await admit_job(principal, limits, speech, request_id, how)
-    return JobAudioFeed(job.id, seed=job.params["seed"], characters=speech.characters)
+    if not speech.cacheable or idempotency_key:
+        job = await admit_job(principal, limits, speech, request_id, how)
+        return JobAudioFeed(job.id, seed=job.params["seed"], characters=speech.characters, deadline=how.queue_deadline)
+    identity = inflight.identity(principal.organization.pk, data["model"], speech.text.segments, asdict(speech.params))
+    ttl = how.queue_deadline + settings.CELERY_TASK_TIME_LIMIT
+    leader = await inflight.lead_or_follow(identity, ttl)
+    if leader is not None:
+        return await share(principal, limits, speech, request_id, leader, started)
+    try:
+        job = await admit_job(principal, limits, speech, request_id, how)
+    except BaseException:
+        await inflight.give_up(identity)
+        raise
+    await inflight.started(identity, job.id, ttl)
+    return JobAudioFeed(job.id, seed=job.params["seed"], characters=speech.characters, deadline=how.queue_deadline)
+
+
+class SharedFeed(JobAudioFeed):
+    """An identical request's view of a job another request started: billed as a cache hit once
+    all its audio has come (the characters are reserved meanwhile), refunded if the job fails or
+    the client leaves first. Its client leaving does not stop the job."""
+
+    shared = True
+
+    def __init__(self, job_id, *, bill, refund, **kwargs):
+        super().__init__(job_id, **kwargs)
+        self._bill, self._refund = bill, refund
+
+    async def chunks(self) -> AsyncIterator[bytes]:
+        billed = False
+        await inflight.follow(self.job_id)
+        try:
+            async for pcm in super().chunks():
+                yield pcm
+            await in_thread(self._bill)(self.samples / SAMPLE_RATE)
+            billed = True
+        finally:
+            await inflight.unfollow(self.job_id)
+            if not billed:
+                await in_thread(self._refund)()
+
+
+async def share(
+    principal: Principal, limits: Limits, speech: PreparedSpeech, request_id: str, job_id: str, started: float
+) -> SharedFeed:
+    org, characters = principal.organization, speech.characters
+    try:
+        period = await in_thread(quota.reserve)(org, characters, limits.monthly_characters)
+    except quota.QuotaExceeded as exc:
+        raise exc.error() from exc
+
+    def bill(audio_seconds: float) -> None:
+        ledger.settle(
+            org_id=org.pk,
+            period=period,
+            reserved=characters,
+            billed=characters,
+            status=UsageEvent.Status.SUCCEEDED,
+            api_key_id=principal.api_key.pk if principal.api_key else None,
+            request_id=request_id,
+            audio_seconds=audio_seconds,
+            model=speech.data["model"],
+            voice=speech.data["voice"],
+            cached=True,
+            latency_ms=int((time.monotonic() - started) * 1000),
+        )
+
+    def refund() -> None:
+        quota.refund(org.pk, period, characters)
+
+    return SharedFeed(
+        job_id,
+        bill=bill,
+        refund=refund,
+        seed=speech.params.seed,
+        characters=characters,
+        deadline=queue_deadline(True),
+    )

@@ -1,11 +1,13 @@
 """Celery tasks and the synthesis worker's lifecycle.
 
-A worker started with `-Q tts` loads the engine in each pool process after the fork (never CUDA
-in the forking parent), warms it up, and announces itself with a heartbeat. The parent checks the
-model directory before forking, so a wrong TTS_MODEL_DIR stops the worker at start with a clear
-message. A process whose model failed to load announces "unavailable" with the reason, so the web
-answers 503 with that reason rather than queueing. Each task runs with the request id of the API
-call that sent it (a message header), so its log lines carry that id.
+A worker serving the `tts` queue runs a pool of TTS_MAX_BATCH threads (whatever its command line
+says) around one engine, loaded once in the process (no fork, so CUDA is safe) and driven by one
+batcher thread: each task claims its job, hands it to the batcher and returns when the job has
+settled, so Celery prefetches up to a batch of jobs and acknowledges each late (a killed worker's
+jobs are delivered again). A wrong TTS_MODEL_DIR stops the worker at start with a clear message; a
+model that fails to load is announced "unavailable" with the reason, so the web answers 503 with it
+rather than queueing. Each task runs with the request id of the API call that sent it (a message
+header), so its log lines carry that id.
 """
 
 from __future__ import annotations
@@ -15,43 +17,49 @@ import sys
 from contextvars import Token
 
 from celery import shared_task
-from celery.signals import task_postrun, task_prerun, worker_init, worker_process_init, worker_process_shutdown
+from celery.signals import task_postrun, task_prerun, worker_init, worker_shutdown
 from django.conf import settings
 
+from billing.limits import limits_for
 from inference.chattts_engine import ChatTTSEngine, check_model_dir
 from inference.engine import ModelUnavailable
+from inference.text import TOKENS_PER_SECOND
 from tts_saas.request_id import request_id_var
 
-from . import callbacks, maintenance, workers
-from .worker import run_job
+from . import callbacks, maintenance, worker_metrics, workers
+from .batcher import Batcher
+from .jobs import claim_job, fail_job
+from .worker import JobRun
 
 logger = logging.getLogger(__name__)
 
 _serves_tts = False
 _engine: ChatTTSEngine | None = None
+_batcher: Batcher | None = None
 _load_error: str | None = None
 _request_tokens: dict[str, Token] = {}
 
 
 @worker_init.connect
-def check_model_source(sender=None, **kwargs) -> None:
+def start_synthesis_worker(sender=None, **kwargs) -> None:
     global _serves_tts
     queues = sender.app.amqp.queues.consume_from if sender is not None else {}
     _serves_tts = "tts" in (queues or {})
-    if not _serves_tts or not settings.TTS_MODEL_DIR:
-        return
-    problem = check_model_dir(settings.TTS_MODEL_DIR)
-    if problem:
-        logger.critical("cannot start a synthesis worker: %s", problem)
-        print(f"error: cannot start a synthesis worker: {problem}", file=sys.stderr, flush=True)
-        sys.exit(2)
-
-
-@worker_process_init.connect
-def load_engine(**kwargs) -> None:
-    global _engine, _load_error
     if not _serves_tts:
         return
+    if settings.TTS_MODEL_DIR:
+        problem = check_model_dir(settings.TTS_MODEL_DIR)
+        if problem:
+            logger.critical("cannot start a synthesis worker: %s", problem)
+            print(f"error: cannot start a synthesis worker: {problem}", file=sys.stderr, flush=True)
+            sys.exit(2)
+    # One engine per process, shared by a thread per job of a batch.
+    sender.pool_cls, sender.concurrency = "threads", settings.TTS_MAX_BATCH
+    load_engine()
+
+
+def load_engine() -> None:
+    global _engine, _batcher, _load_error
     try:
         engine = ChatTTSEngine.load(
             settings.TTS_MODEL_DIR, settings.TTS_DEVICE, settings.TTS_HF_CACHE_DIR, settings.TTS_BENCH_FIXED_LENGTH
@@ -64,13 +72,18 @@ def load_engine(**kwargs) -> None:
         workers.start_heartbeat("unavailable", error=_load_error)
         return
     _engine = engine
+    chunk_tokens = max(1, round(settings.TTS_STREAM_CHUNK_SECONDS * TOKENS_PER_SECOND))
+    _batcher = Batcher(engine, settings.TTS_MAX_BATCH, settings.TTS_BATCH_GATHER_SECONDS, chunk_tokens)
     if engine.random_weights:
         logger.warning("serving a RANDOMLY INITIALISED checkpoint: output is noise, not speech")
-    workers.start_heartbeat("ready", model_version=engine.model_version)
-    logger.info("synthesis worker ready", extra={"model_version": engine.model_version})
+    workers.start_heartbeat("ready", model_version=engine.model_version, capacity=settings.TTS_MAX_BATCH)
+    worker_metrics.serve(settings.TTS_WORKER_METRICS_PORT)
+    logger.info(
+        "synthesis worker ready", extra={"model_version": engine.model_version, "batch": settings.TTS_MAX_BATCH}
+    )
 
 
-@worker_process_shutdown.connect
+@worker_shutdown.connect
 def leave(**kwargs) -> None:
     if _serves_tts:
         try:
@@ -95,7 +108,16 @@ def drop_request_id(task_id=None, **kwargs) -> None:
 
 @shared_task(name="synthesis.tasks.synthesize_job", acks_late=True)
 def synthesize_job(job_id: str) -> None:
-    run_job(job_id, _engine, _load_error or "this worker has no model loaded (is it serving -Q tts?)")
+    job = claim_job(job_id)
+    if job is None:
+        logger.info("job not queued any more; skipped", extra={"job_id": job_id})
+        return
+    if _engine is None or _batcher is None:
+        reason = _load_error or "this worker has no model loaded (is it serving -Q tts?)"
+        fail_job(job, 503, "model_unavailable", f"The speech model is unavailable: {reason}")
+        return
+    priority = limits_for(job.organization).queue_priority
+    _batcher.run(JobRun(job, _engine.model_version, priority))
 
 
 @shared_task(name="synthesis.tasks.reap_stale_jobs")

@@ -26,7 +26,7 @@ from inference.voices import VOICES
 from tts_saas.errors import ApiError, validation_error
 from tts_saas.threads import in_thread
 
-from . import audio, streams
+from . import audio, inflight
 from .feed import JobAudioFeed
 from .jobs import Submission, cancel_job, request_digest
 from .models import Job
@@ -102,7 +102,7 @@ async def audio_body(feed: JobAudioFeed, fmt: str, sse: bool, owner: bool):
             yield _sse({"type": "error", "error": {"code": exc.code, "message": exc.message}})
     finally:
         if owner and not finished:
-            await streams.arequest_cancel(feed.job_id)
+            await inflight.abandon(feed.job_id)
 
 
 def audio_response(feed: JobAudioFeed, fmt: str, sse: bool, owner: bool) -> StreamingHttpResponse:
@@ -144,8 +144,9 @@ async def speech(request: HttpRequest) -> HttpResponse:
         response["x-cache"] = "hit"
     else:
         await result.first_audio()  # errors before the first audio keep their own status code
-        response = audio_response(result, fmt, sse, owner=True)
-        response["x-cache"] = "miss"
+        shared = getattr(result, "shared", False)
+        response = audio_response(result, fmt, sse, owner=not shared)
+        response["x-cache"] = "shared" if shared else "miss"
     response["x-seed"] = str(result.seed)
     return response
 

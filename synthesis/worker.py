@@ -1,103 +1,183 @@
-"""The worker side of a job: claim it → generate (streaming when someone listens live) → publish
-its audio → store or cache it → settle it."""
+"""The worker side of one job while it is generated: its segments become rows of the model's
+batches; its audio is published in order (a later segment generated alongside an earlier one waits
+its turn), with a pause between segments; when its last row ends it is cached or stored and settled
+at once, whatever its batch companions are still doing. Cancelled, failed and timed-out jobs settle
+here too."""
 
 from __future__ import annotations
 
 import logging
+import time
 
-from celery.exceptions import SoftTimeLimitExceeded
+import numpy as np
 from django.conf import settings
 from django.core.files.base import ContentFile
 from django.utils import timezone
 
-from inference.engine import SynthesisParams, SynthesisRequest, to_pcm16
-from inference.text import TOKENS_PER_SECOND
+from inference.batch import BatchRow
+from inference.engine import SynthesisParams, pause, to_pcm16
+from inference.text import SAMPLE_RATE, token_budget
 
-from . import cache, streams
+from . import cache, capacity, streams, worker_metrics
 from .audio import encode
 from .jobs import fail_job, settle_job
 from .models import Job
 
 logger = logging.getLogger(__name__)
 
-
-def claim(job_id: str) -> Job | None:
-    """The job, now running; None if it is not queued any more (cancelled, expired, taken)."""
-    claimed = Job.objects.filter(pk=job_id, status=Job.Status.QUEUED).update(
-        status=Job.Status.RUNNING, started_at=timezone.now()
-    )
-    return Job.objects.get(pk=job_id) if claimed else None
+STOP_CHECK_SECONDS = 0.2  # how often a running job looks for a cancel request
+PROGRESS_SECONDS = 0.5  # how often a busy worker says so (waiting requests then keep waiting)
 
 
-def run_job(job_id: str, engine, load_error: str | None = None) -> None:
-    job = claim(job_id)
-    if job is None:
-        logger.info("job not queued any more; skipped", extra={"job_id": job_id})
-        return
-    if engine is None:
-        fail_job(job, 503, "model_unavailable", f"The speech model is unavailable: {load_error}")
-        return
-    streams.publish(job.id, "start", model_version=engine.model_version)
-    params = SynthesisParams(**job.params)
-    request = SynthesisRequest(segments=job.segments, params=params)
-    total = len(job.segments)
-    done = 0
+class JobRun:
+    """One claimed job on its way through the batches."""
 
-    def segment_done(n: int) -> None:
-        nonlocal done
-        done = n
-        Job.objects.filter(pk=job.pk).update(progress=n / total)
+    def __init__(self, job: Job, model_version: str, priority: int = 0):
+        self.job = job
+        self.model_version = model_version
+        self.priority = priority
+        self.params = SynthesisParams(**job.params)
+        self.total = len(job.segments)
+        self.scheduled = 0  # segments handed to a batch
+        self.completed: set[int] = set()  # segments generated to their end
+        self.ended: set[int] = set()  # segments whose row is over (completed or stopped)
+        self.playing = 0  # the segment whose audio is published now
+        self.held: dict[int, list[np.ndarray]] = {}  # audio of later segments, waiting their turn
+        self.parts: list[bytes] = []
+        self.started = time.monotonic()
+        self.cancelled = False
+        self.finished = False
+        self._stop_checked = 0.0
+        self._progress_at = 0.0
+        self._opened: set[int] = set()  # segments whose audio has begun
+        streams.publish(job.id, "start", model_version=model_version)
+        if job.started_at is not None:
+            worker_metrics.QUEUE_WAIT.observe((job.started_at - job.created_at).total_seconds())
 
-    def should_stop() -> bool:
-        return streams.cancel_requested(job.id)
+    @property
+    def org_id(self) -> int:
+        return self.job.organization_id
 
-    if job.interactive:
-        chunk_tokens = max(1, round(settings.TTS_STREAM_CHUNK_SECONDS * TOKENS_PER_SECOND))
-        pieces = engine.stream(request, should_stop, chunk_tokens=chunk_tokens, on_segment=segment_done)
-    else:
-        pieces = engine.synthesize(request, should_stop, on_segment=segment_done)
-    parts: list[bytes] = []
-    try:
-        for audio in pieces:
-            pcm = to_pcm16(audio)
-            streams.publish(job.id, "audio", seq=len(parts), pcm=pcm)
-            parts.append(pcm)
-    except SoftTimeLimitExceeded:
-        fail_job(job, 503, "synthesis_timeout", "Synthesis ran past its time limit.")
-        return
-    except Exception:
-        logger.exception("synthesis failed", extra={"job_id": job_id})
-        fail_job(job, 500, "synthesis_failed", "Synthesis failed on the worker.")
-        return
-    pcm = b"".join(parts)
-    audio_seconds = len(pcm) / 2 / engine.sample_rate
-    if done < total and should_stop():
-        fail_job(
-            job,
-            409,
-            "cancelled",
-            "Cancelled by the client.",
-            final=Job.Status.CANCELLED,
-            audio_seconds=audio_seconds,
-            billed=job.characters * done // total,  # the segments done
-            model_version=engine.model_version,
+    def key(self, segment: int) -> str:
+        return f"{self.job.id}:{segment}"
+
+    @property
+    def has_rows(self) -> bool:
+        return not self.finished and not self.cancelled and self.scheduled < self.total
+
+    def next_row(self) -> BatchRow:
+        index = self.scheduled
+        self.scheduled += 1
+        text = self.job.segments[index]
+        return BatchRow(key=self.key(index), text=text, params=self.params, max_tokens=token_budget(text))
+
+    # The engine's callbacks, routed here by segment.
+
+    def audio(self, segment: int, samples: np.ndarray) -> None:
+        if segment == self.playing:
+            self._publish(segment, samples)
+        else:
+            self.held.setdefault(segment, []).append(samples)
+
+    def done(self, segment: int, tokens: int) -> None:
+        worker_metrics.AUDIO_TOKENS.inc(tokens)
+        self.ended.add(segment)
+        if not self.stop_requested():
+            self.completed.add(segment)
+            Job.objects.filter(pk=self.job.pk).update(progress=len(self.completed) / self.total)
+        while self.playing in self.ended and self.playing + 1 < self.total:
+            self.playing += 1
+            for samples in self.held.pop(self.playing, []):
+                self._publish(self.playing, samples)
+        if self.in_flight == 0 and (self.cancelled or self.scheduled == self.total):
+            self.finish()
+
+    @property
+    def in_flight(self) -> int:
+        """Rows of this job in the running batch."""
+        return self.scheduled - len(self.ended)
+
+    def stop_requested(self) -> bool:
+        """A cancel request (checked at most every STOP_CHECK_SECONDS) or the time limit."""
+        if self.cancelled or self.finished:
+            return True
+        now = time.monotonic()
+        if now - self._stop_checked >= STOP_CHECK_SECONDS:
+            self._stop_checked = now
+            if streams.cancel_requested(self.job.id):
+                self.cancelled = True
+            elif now - self.started > settings.CELERY_TASK_SOFT_TIME_LIMIT:
+                self.fail(503, "synthesis_timeout", "Synthesis ran past its time limit.")
+        return self.cancelled or self.finished
+
+    def _publish(self, segment: int, samples: np.ndarray) -> None:
+        if not len(samples):
+            return
+        if segment not in self._opened:
+            self._opened.add(segment)
+            if segment:  # a short pause between sentences
+                self._publish_pcm(to_pcm16(pause()))
+        self._publish_pcm(to_pcm16(samples))
+
+    def _publish_pcm(self, pcm: bytes) -> None:
+        if not self.parts:
+            worker_metrics.FIRST_AUDIO.observe((timezone.now() - self.job.created_at).total_seconds())
+        streams.publish(self.job.id, "audio", seq=len(self.parts), pcm=pcm)
+        self.parts.append(pcm)
+        if time.monotonic() - self._progress_at > PROGRESS_SECONDS:
+            capacity.note_progress()
+            self._progress_at = time.monotonic()
+
+    def fail(self, status: int, code: str, message: str) -> None:
+        if not self.finished:
+            self.finished = True
+            fail_job(self.job, status, code, message)
+
+    def finish(self) -> None:
+        """Settle the job: succeeded, or cancelled (billing the segments done)."""
+        if self.finished:
+            return
+        self.finished = True
+        job = self.job
+        pcm = b"".join(self.parts)
+        audio_seconds = len(pcm) / 2 / SAMPLE_RATE
+        if self.cancelled:
+            fail_job(
+                job,
+                409,
+                "cancelled",
+                "Cancelled by the client.",
+                final=Job.Status.CANCELLED,
+                audio_seconds=audio_seconds,
+                billed=job.characters * len(self.completed) // self.total,  # the segments done
+                model_version=self.model_version,
+            )
+            return
+        key = ""
+        if job.cacheable:
+            key = cache.cache_key(
+                job.organization_id, self.model_version, cache.segments_text(job.segments), self.params
+            )
+            if not cache.put(key, pcm):
+                key = ""
+        if not job.interactive:
+            job.result.save(
+                f"{job.id}.{job.response_format}", ContentFile(encode(pcm, job.response_format)), save=False
+            )
+            Job.objects.filter(pk=job.pk).update(result=job.result.name)
+        settle_job(
+            job, Job.Status.SUCCEEDED, audio_seconds=audio_seconds, model_version=self.model_version, cache_key=key
         )
-        return
-    key = ""
-    if job.cacheable:
-        key = cache.cache_key(job.organization_id, engine.model_version, cache.segments_text(job.segments), params)
-        if not cache.put(key, pcm):
-            key = ""
-    if not job.interactive:
-        job.result.save(f"{job.id}.{job.response_format}", ContentFile(encode(pcm, job.response_format)), save=False)
-        Job.objects.filter(pk=job.pk).update(result=job.result.name)
-    settle_job(
-        job, Job.Status.SUCCEEDED, audio_seconds=audio_seconds, model_version=engine.model_version, cache_key=key
-    )
-    streams.publish(
-        job.id, "end", samples=len(pcm) // 2, audio_seconds=f"{audio_seconds:.3f}", characters=job.characters
-    )
-    logger.info(
-        "job succeeded",
-        extra={"job_id": str(job.id), "org_id": job.organization_id, "audio_seconds": round(audio_seconds, 3)},
-    )
+        streams.publish(
+            job.id, "end", samples=len(pcm) // 2, audio_seconds=f"{audio_seconds:.3f}", characters=job.characters
+        )
+        capacity.record_job_seconds(time.monotonic() - self.started)
+        logger.info(
+            "job succeeded",
+            extra={
+                "request_id": job.request_id,  # this runs on the batcher's thread, not the task's
+                "job_id": str(job.id),
+                "org_id": job.organization_id,
+                "audio_seconds": round(audio_seconds, 3),
+            },
+        )

@@ -29,15 +29,16 @@ class WorkerState:
     status: str  # "ready" or "unavailable"
     model_version: str
     error: str
+    capacity: int = 1  # jobs it generates at once (its batch size)
 
 
 def worker_name() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
 
 
-def register(status: str, model_version: str = "", error: str = "") -> None:
+def register(status: str, model_version: str = "", error: str = "", capacity: int = 1) -> None:
     name = worker_name()
-    info = json.dumps({"status": status, "model_version": model_version, "error": error})
+    info = json.dumps({"status": status, "model_version": model_version, "error": error, "capacity": capacity})
     pipe = get_redis().pipeline()
     pipe.zadd(REGISTRY, {name: time.time() + settings.TTS_WORKER_HEARTBEAT_TTL})
     pipe.hset(INFO, name, info)
@@ -54,14 +55,14 @@ def unregister() -> None:
     pipe.execute()
 
 
-def start_heartbeat(status: str, model_version: str = "", error: str = "") -> threading.Thread:
-    register(status, model_version, error)
+def start_heartbeat(status: str, model_version: str = "", error: str = "", capacity: int = 1) -> threading.Thread:
+    register(status, model_version, error, capacity)
 
     def beat() -> None:
         while True:
             time.sleep(settings.TTS_WORKER_HEARTBEAT_TTL / 3)
             try:
-                register(status, model_version, error)
+                register(status, model_version, error, capacity)
             except Exception:  # Redis briefly away: the next beat retries
                 pass
 
@@ -76,7 +77,9 @@ def _parse(names: list[bytes], infos: list[bytes | None]) -> list[WorkerState]:
         if raw is None:
             continue
         info = json.loads(raw)
-        states.append(WorkerState(name.decode(), info["status"], info["model_version"], info["error"]))
+        states.append(
+            WorkerState(name.decode(), info["status"], info["model_version"], info["error"], info.get("capacity", 1))
+        )
     return states
 
 

@@ -69,6 +69,7 @@ class LiveStack:
     base_url: str
     web: stack.Proc
     worker: stack.Proc
+    worker_metrics_port: int
 
     def client(self, key: str | None = None) -> httpx.Client:
         headers = {"Authorization": f"Bearer {key}"} if key else {}
@@ -79,12 +80,13 @@ class LiveStack:
 def live_stack(django_db_setup, django_db_blocker, tmp_path_factory, redis_client):
     env = stack.stack_env(settings.REDIS_URL)
     log_dir = tmp_path_factory.mktemp("stack")
-    worker = stack.start_worker(env, log_dir, "main")
+    metrics_port = stack.free_port()
+    worker = stack.start_worker({**env, "TTS_WORKER_METRICS_PORT": str(metrics_port)}, log_dir, "main")
     light = stack.start_worker(env, log_dir, "light", queue="default")  # callbacks
     web, base = stack.start_web(env, log_dir)
     try:
         stack.wait_for_workers(redis_client, "ready", proc=worker)
-        yield LiveStack(base, web, worker)
+        yield LiveStack(base, web, worker, metrics_port)
     finally:
         web.stop()
         worker.stop()

@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 import httpx
+import redis
 from django.conf import settings
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -32,6 +33,14 @@ def database_url() -> str:
         return f"sqlite:///{db['NAME']}"
     auth = db["USER"] + (f":{db['PASSWORD']}" if db.get("PASSWORD") else "")
     return f"postgres://{auth}@{db['HOST']}:{db['PORT']}/{db['NAME']}"
+
+
+def redis_db(n: int) -> tuple[str, redis.Redis]:
+    """A Redis database of its own, so that the main test worker's registration is not seen."""
+    url = settings.REDIS_URL.rsplit("/", 1)[0] + f"/{n}"
+    client = redis.Redis.from_url(url)
+    client.flushdb()
+    return url, client
 
 
 def stack_env(redis_url: str, **extra: str) -> dict[str, str]:

@@ -11,7 +11,6 @@ import time
 import httpx
 import pytest
 import redis
-from django.conf import settings
 
 from billing import concurrency
 from billing.models import QuotaPeriod
@@ -20,14 +19,6 @@ from tests import stack
 from tests.waiting import wait_until
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-def redis_db(n: int) -> tuple[str, redis.Redis]:
-    """A Redis database of its own, so that the main test worker's registration is not seen."""
-    url = settings.REDIS_URL.rsplit("/", 1)[0] + f"/{n}"
-    client = redis.Redis.from_url(url)
-    client.flushdb()
-    return url, client
 
 
 def queued_tasks(client: redis.Redis) -> int:
@@ -48,7 +39,7 @@ def speak(base_url: str, key: str, text: str):
 
 
 def test_no_worker_running_is_503_at_once(owner, tmp_path):
-    url, _ = redis_db(7)
+    url, _ = stack.redis_db(7)
     web, base = stack.start_web(stack.stack_env(url), tmp_path)
     try:
         response, elapsed = speak(base, owner.key, "Is anybody there?")
@@ -62,7 +53,7 @@ def test_no_worker_running_is_503_at_once(owner, tmp_path):
 
 
 def test_a_dead_worker_gives_503_within_the_queue_timeout_and_the_job_never_runs(owner, tmp_path):
-    url, client = redis_db(8)
+    url, client = stack.redis_db(8)
     env = stack.stack_env(url, TTS_QUEUE_TIMEOUT="3")
     worker = stack.start_worker(env, tmp_path, "doomed")
     web, base = stack.start_web(env, tmp_path)
@@ -102,7 +93,7 @@ def test_a_dead_worker_gives_503_within_the_queue_timeout_and_the_job_never_runs
 
 
 def test_a_worker_without_its_model_directory_stops_at_start_with_a_clear_error(tmp_path):
-    url, _ = redis_db(9)
+    url, _ = stack.redis_db(9)
     worker = stack.start_worker(stack.stack_env(url, TTS_MODEL_DIR=str(tmp_path / "missing")), tmp_path, "nomodel")
     try:
         worker.popen.wait(60)
@@ -120,7 +111,7 @@ def test_a_corrupt_checkpoint_gives_503_naming_the_problem(owner, tmp_path):
     data = bytearray(decoder.read_bytes())
     data[-1] ^= 0xFF  # one flipped bit: the SHA-256 check must catch it
     decoder.write_bytes(bytes(data))
-    url, client = redis_db(10)
+    url, client = stack.redis_db(10)
     env = stack.stack_env(url, TTS_MODEL_DIR=str(model))
     worker = stack.start_worker(env, tmp_path, "corrupt")
     web, base = stack.start_web(env, tmp_path)

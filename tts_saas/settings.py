@@ -180,7 +180,15 @@ TTS_MODEL_NAME = envstr("TTS_MODEL_NAME", "chattts")
 TTS_MODEL_ALIASES = [a for a in envstr("TTS_MODEL_ALIASES", "tts-1,tts-1-hd,gpt-4o-mini-tts").split(",") if a]
 TTS_MAX_INPUT_CHARS = envint("TTS_MAX_INPUT_CHARS", 4096)
 TTS_DEFAULT_SEED = envstr("TTS_DEFAULT_SEED")  # empty: an unseeded request gets a random seed
-TTS_QUEUE_TIMEOUT = envfloat("TTS_QUEUE_TIMEOUT", 30.0)  # seconds a job may wait for a worker
+# A live request waits while the workers work through the queue. It is refused at once when its
+# estimated wait is over TTS_MAX_QUEUE_WAIT, and given up when no worker has made progress for
+# TTS_QUEUE_TIMEOUT (dead or stuck workers) or when it has not started within both together.
+TTS_QUEUE_TIMEOUT = envfloat("TTS_QUEUE_TIMEOUT", 30.0)
+TTS_MAX_QUEUE_WAIT = envfloat("TTS_MAX_QUEUE_WAIT", 120.0)
+# Rows (segments of jobs) one synthesis worker process generates together: size it to the GPU's memory.
+TTS_MAX_BATCH = envint("TTS_MAX_BATCH", 4)
+TTS_WORKER_METRICS_PORT = envint("TTS_WORKER_METRICS_PORT", 0)  # each synthesis worker's /metrics; 0: off
+TTS_BATCH_GATHER_SECONDS = envfloat("TTS_BATCH_GATHER_SECONDS", 0.02)  # wait for companions once a job is in
 TTS_WORKER_HEARTBEAT_TTL = envint("TTS_WORKER_HEARTBEAT_TTL", 30)
 TTS_STREAM_TTL = envint("TTS_STREAM_TTL", 3600)  # seconds a job's chunk stream is kept
 TTS_CACHE_TTL = envint("TTS_CACHE_TTL", 7 * 24 * 3600)

@@ -1,0 +1,210 @@
+"""The audio-token loop for a batch of rows that each have their own seed and sampling settings.
+
+ChatTTS's `GPT.generate` samples a whole batch with one temperature/top-p/top-k and one generator
+that it re-seeds with the one seed at every step, so a row's tokens depend on its batch companions
+and on its place in the batch. This loop is a copy of that loop over the same GPT forward and KV
+cache, with the sampling step made per row:
+
+- each row's sampling noise comes from its own generator seeded with its own seed. ChatTTS
+  re-seeds before every draw, and `torch.multinomial` draws one sample as argmax(p / q) with
+  q ~ Exp(1) from the generator, so its noise is the same q at every step: here q is drawn once
+  per row, and a row alone gives the same tokens as `Chat.infer` with that seed;
+- temperature, top-p, top-k and the end-token floor (min tokens) are per row; the repetition
+  penalty looks at the row's own last 16 tokens, as ChatTTS's does;
+- a row that ends (its end token, its budget, or a stop) leaves the batch and the KV cache at
+  once, so the others go on at the cost of a smaller batch.
+
+What stays shared is floating point: a row's logits in a batch differ from its logits alone by
+rounding (padding, matrix shapes), so a token can differ only where two candidates' p / q tie to
+within that rounding.
+
+Imports torch at module level: only `chattts_engine` imports this module, inside its functions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch.nn.utils import parametrize
+
+REPETITION_PENALTY = 1.05  # ChatTTS's InferCodeParams default
+REPETITION_WINDOW = 16  # tokens the penalty looks back (ChatTTS's past_window)
+MIN_TOKENS_TO_KEEP = 3  # top-p and top-k never keep fewer (ChatTTS's warpers)
+
+
+@dataclass(frozen=True)
+class RowPlan:
+    key: str
+    seed: int
+    temperature: float
+    top_p: float
+    top_k: int
+    max_tokens: int
+    min_tokens: int = 0  # the end token is masked until the row has this many (fixed-length runs)
+
+
+@dataclass(frozen=True)
+class GPTParts:
+    """The pieces of ChatTTS's GPT the loop runs; `chattts_engine` builds them from a loaded Chat."""
+
+    llama: torch.nn.Module  # transformers LlamaModel without its token embedding
+    emb_code: Sequence[Callable[[torch.Tensor], torch.Tensor]]  # per codebook: ids -> embedding
+    head_code: Sequence[Callable[[torch.Tensor], torch.Tensor]]  # per codebook: hidden -> logits
+    num_audio_tokens: int  # the last one is the end token
+    device: torch.device  # embeddings, heads and sampling
+    device_gpt: torch.device  # the transformer
+    dtype: torch.dtype  # the transformer's activations (float32, bfloat16)
+
+    @property
+    def eos(self) -> int:
+        return self.num_audio_tokens - 1
+
+
+@dataclass
+class Step:
+    """One decode step: `keys[i]` sampled `tokens[i]` from `hiddens[i]` (the Decoder's input)."""
+
+    keys: list[str]
+    tokens: torch.Tensor  # (n, num_vq)
+    hiddens: torch.Tensor  # (n, hidden), float32
+    stopped: list[bool]  # the row was stopped: this step's token is not its
+    kept: list[bool]  # the token belongs to the row (not its end token, not stopped)
+    ended: list[bool]  # the row ends with this step (end token, budget or stop)
+
+
+def sample_noise(seed: int, num_vq: int, vocab: int, device: torch.device) -> torch.Tensor:
+    """The row's Exp(1) noise: what `torch.multinomial(p, 1, generator=g.manual_seed(seed))` draws."""
+    generator = torch.Generator(device=device).manual_seed(seed)
+    return torch.empty(num_vq, vocab, device=device).exponential_(1, generator=generator)
+
+
+def warp(logits: torch.Tensor, top_p: torch.Tensor, top_k: torch.Tensor) -> torch.Tensor:
+    """Top-p then top-k with per-row settings, as transformers' warpers compute them one value at a
+    time (`top_p` holds 1 - top_p, `top_k` the effective k, one row each)."""
+    sorted_logits, sorted_indices = torch.sort(logits, descending=False)
+    cumulative = sorted_logits.softmax(dim=-1).cumsum(dim=-1)
+    remove = cumulative <= top_p
+    remove[..., -MIN_TOKENS_TO_KEEP:] = False
+    logits = logits.masked_fill(remove.scatter(1, sorted_indices, remove), -float("inf"))
+    kth = torch.sort(logits, descending=True).values.gather(1, top_k - 1)
+    return logits.masked_fill(logits < kth, -float("inf"))
+
+
+def penalise(logits: torch.Tensor, history: torch.Tensor) -> torch.Tensor:
+    """ChatTTS's repetition penalty; `history` holds each (row, codebook)'s last tokens (at most
+    REPETITION_WINDOW of them)."""
+    if history.size(1) == 0:
+        return logits
+    freq = F.one_hot(history, logits.size(1)).sum(1)
+    alpha = torch.pow(REPETITION_PENALTY, freq)
+    return torch.where(logits < 0, logits.multiply(alpha), logits.divide(alpha))
+
+
+class BatchState:
+    """The per-row tensors of the rows still generating, kept in the batch's order."""
+
+    def __init__(self, parts: GPTParts, plans: Sequence[RowPlan], num_vq: int) -> None:
+        dev = parts.device
+        self.plans = list(plans)
+        vocab = parts.num_audio_tokens
+        self.noise = torch.cat([sample_noise(p.seed, num_vq, vocab, dev) for p in plans])
+
+        # Per (row, codebook) columns, as the logits are laid out.
+        def column(values: list, dtype: torch.dtype) -> torch.Tensor:
+            return torch.tensor(values, dtype=dtype, device=dev).repeat_interleave(num_vq).unsqueeze(1)
+
+        self.temperature = column([p.temperature for p in plans], torch.float32)
+        self.top_p = column([1 - p.top_p for p in plans], torch.float32)
+        self.top_k = column([min(max(p.top_k, MIN_TOKENS_TO_KEEP), vocab) for p in plans], torch.long)
+        self.min_tokens = torch.tensor([p.min_tokens for p in plans], device=dev).repeat_interleave(num_vq)
+        self.history = torch.zeros(len(plans) * num_vq, 0, dtype=torch.long, device=dev)
+
+    def keep(self, index: torch.Tensor, num_vq: int) -> None:
+        self.plans = [self.plans[i] for i in index.tolist()]
+        rows = (index.unsqueeze(1) * num_vq + torch.arange(num_vq, device=index.device)).reshape(-1)
+        rows = rows.to(self.noise.device)
+        for name in ("noise", "temperature", "top_p", "top_k", "min_tokens", "history"):
+            setattr(self, name, getattr(self, name).index_select(0, rows))
+
+
+@torch.inference_mode()
+def sample(parts: GPTParts, state: BatchState, hidden: torch.Tensor, step: int, num_vq: int) -> torch.Tensor:
+    """Each row's next tokens (n, num_vq) from its hidden state (n, hidden)."""
+    with parametrize.cached():
+        logits = torch.stack([head(hidden) for head in parts.head_code], 1)  # (n, num_vq, vocab)
+    logits = logits.reshape(-1, logits.size(2)).float()
+    logits /= state.temperature
+    logits = penalise(logits, state.history)
+    logits = warp(logits, state.top_p, state.top_k)
+    floor = state.min_tokens > step
+    if bool(floor.any()):
+        logits[floor, parts.eos] = -float("inf")
+    scores = F.softmax(logits, dim=-1)
+    tokens = torch.argmax(scores / state.noise, dim=-1)
+    state.history = torch.cat([state.history, tokens.unsqueeze(1)], 1)[:, -REPETITION_WINDOW:]
+    return tokens.view(-1, num_vq)
+
+
+@torch.inference_mode()
+def _forward(parts: GPTParts, emb: torch.Tensor, mask: torch.Tensor, position: torch.Tensor, cache=None):
+    """The transformer over new positions; returns (the last position's hidden state, the cache)."""
+    out = parts.llama(
+        inputs_embeds=emb.to(parts.device_gpt, parts.dtype),
+        attention_mask=mask,
+        position_ids=position,
+        cache=cache,
+        use_cache=True,
+    )
+    return out.last_hidden_state.narrow(1, -1, 1).squeeze(1).to(parts.device, torch.float32), out.cache
+
+
+@torch.inference_mode()
+def _embed(parts: GPTParts, tokens: torch.Tensor) -> torch.Tensor:
+    """A step's tokens (n, num_vq) as the next input (n, 1, hidden), summed as ChatTTS sums them."""
+    ids = tokens.unsqueeze(1)
+    return torch.stack([emb(ids[:, :, q]) for q, emb in enumerate(parts.emb_code)], 3).sum(3)
+
+
+def generate(
+    parts: GPTParts,
+    emb: torch.Tensor,
+    attention_mask: torch.Tensor,
+    plans: Sequence[RowPlan],
+    stop: Callable[[str], bool],
+) -> Iterator[Step]:
+    """Run the rows from their prompts (`emb` (n, T, hidden), left-padded; `attention_mask` (n, T))
+    until every row has ended; one `Step` per decode step. Torch runs in inference mode, but not
+    across the yields (the mode is thread state; it must not leak into the caller)."""
+    num_vq = len(parts.emb_code)
+    with torch.inference_mode():
+        state = BatchState(parts, plans, num_vq)
+        mask = attention_mask.to(parts.device_gpt).bool()
+        position = mask.long().cumsum(-1) - 1
+        position.masked_fill_(~mask, 1)
+    hidden, cache = _forward(parts, emb, mask, position)
+    position = position.narrow(1, -1, 1)
+    for step in range(max((p.max_tokens for p in plans), default=0)):
+        keys = [p.key for p in state.plans]
+        tokens = sample(parts, state, hidden, step, num_vq)
+        eos = tokens.eq(parts.eos).any(1).tolist()
+        stopped = [stop(k) for k in keys]
+        kept = [not (e or s) for e, s in zip(eos, stopped, strict=True)]
+        ended = [not k or step + 1 >= p.max_tokens for k, p in zip(kept, state.plans, strict=True)]
+        yield Step(keys=keys, tokens=tokens, hiddens=hidden, stopped=stopped, kept=kept, ended=ended)
+        if all(ended):
+            return
+        with torch.inference_mode():
+            if any(ended):
+                index = torch.tensor([i for i, e in enumerate(ended) if not e], device=parts.device)
+                state.keep(index, num_vq)
+                tokens = tokens.index_select(0, index)
+                gpt_index = index.to(parts.device_gpt)
+                cache.batch_select_indices(gpt_index)
+                mask = mask.index_select(0, gpt_index)
+                position = position.index_select(0, gpt_index)
+            mask = torch.cat([mask, mask.new_ones(mask.size(0), 1)], 1)
+            position = position + 1
+        hidden, cache = _forward(parts, _embed(parts, tokens), mask, position, cache)

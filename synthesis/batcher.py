@@ -1,0 +1,156 @@
+"""The model-owning loop of a synthesis worker process: one thread drives the engine; Celery's
+task threads hand it claimed jobs and wait. It gathers what waits (for at most
+TTS_BATCH_GATHER_SECONDS once something does), fills a batch of up to TTS_MAX_BATCH rows —
+round-robin over organizations, paid plans first in each round, one segment per job per round —
+and runs it; jobs arriving meanwhile join the next batch. Each row streams to its own job, and a
+job settles the moment its last row ends.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import defaultdict
+
+import numpy as np
+from django.db import close_old_connections
+
+from inference.batch import BatchRow
+from inference.device import device_stats
+
+from . import worker_metrics
+from .worker import JobRun
+
+logger = logging.getLogger(__name__)
+
+
+class _Sink:
+    """Routes the engine's per-row callbacks to the rows' jobs."""
+
+    def __init__(self, runs: dict[str, JobRun]):
+        self.runs = runs
+
+    def _route(self, key: str) -> tuple[JobRun, int]:
+        job_id, _, segment = key.rpartition(":")
+        return self.runs[job_id], int(segment)
+
+    def audio(self, key: str, samples: np.ndarray) -> None:
+        run, segment = self._route(key)
+        run.audio(segment, samples)
+
+    def done(self, key: str, tokens: int) -> None:
+        run, segment = self._route(key)
+        run.done(segment, tokens)
+
+    def stop_requested(self, key: str) -> bool:
+        run, _ = self._route(key)
+        return run.stop_requested()
+
+
+class Batcher:
+    def __init__(self, engine, max_batch: int, gather_seconds: float, chunk_tokens: int):
+        self.engine = engine
+        self.max_batch = max_batch
+        self.gather_seconds = gather_seconds
+        self.chunk_tokens = chunk_tokens
+        self._waiting: list[JobRun] = []  # claimed jobs with segments not yet in a batch
+        self._done: dict[str, threading.Event] = {}
+        self._cond = threading.Condition()
+        self._thread = threading.Thread(target=self._loop, name="tts-batcher", daemon=True)
+        self._thread.start()
+
+    def run(self, run: JobRun) -> None:
+        """Generate a claimed job; returns when it has settled (the Celery task then acks)."""
+        finished = threading.Event()
+        with self._cond:
+            self._done[str(run.job.id)] = finished
+            self._waiting.append(run)
+            self._cond.notify()
+        finished.wait()
+
+    def _loop(self) -> None:
+        while True:
+            try:
+                self._run_next()
+            except Exception:  # never let the model's thread die: every waiting task would hang
+                logger.exception("batcher error")
+                time.sleep(1)
+
+    def _run_next(self) -> None:
+        rows, runs = self._next_batch()
+        if not rows:
+            return
+        close_old_connections()  # a long-lived thread: drop connections the database closed
+        logger.info("batch", extra={"rows": len(rows), "jobs": sorted(runs)})
+        worker_metrics.BATCH_ROWS.observe(len(rows))
+        try:
+            self.engine.generate_batch(rows, _Sink(runs), chunk_tokens=self.chunk_tokens)
+        except Exception:
+            logger.exception("batch failed", extra={"rows": len(rows)})
+            for run in runs.values():
+                try:
+                    run.fail(500, "synthesis_failed", "Synthesis failed on the worker.")
+                except Exception:  # the database is away: the reaper settles the job later
+                    logger.exception("could not settle a failed job", extra={"job_id": str(run.job.id)})
+        self._release(runs)
+        worker_metrics.observe_device(device_stats(self.engine.device))
+
+    def _next_batch(self) -> tuple[list[BatchRow], dict[str, JobRun]]:
+        with self._cond:
+            while True:
+                self._settle_stopped()
+                if self._waiting:
+                    break
+                self._cond.wait()
+            deadline = time.monotonic() + self.gather_seconds
+            while sum(r.total - r.scheduled for r in self._waiting) < self.max_batch:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    break
+                self._cond.wait(left)
+            rows, runs = self._fill()
+        return rows, runs
+
+    def _fill(self) -> tuple[list[BatchRow], dict[str, JobRun]]:
+        """Round-robin over organizations (paid plans first), one segment per job per round."""
+        by_org: dict[int, list[JobRun]] = defaultdict(list)
+        for run in self._waiting:
+            if run.has_rows:
+                by_org[run.org_id].append(run)
+        order = sorted(by_org, key=lambda org: min(r.priority for r in by_org[org]))
+        rows: list[BatchRow] = []
+        runs: dict[str, JobRun] = {}
+        while len(rows) < self.max_batch and any(by_org.values()):
+            for org in order:
+                queue = by_org[org]
+                while queue and not queue[0].has_rows:
+                    queue.pop(0)
+                if not queue or len(rows) >= self.max_batch:
+                    continue
+                run = queue.pop(0)
+                rows.append(run.next_row())
+                runs[str(run.job.id)] = run
+                if run.has_rows:
+                    queue.append(run)  # its next segment waits for the next round
+        self._waiting = [r for r in self._waiting if r.has_rows]
+        return rows, runs
+
+    def _settle_stopped(self) -> None:
+        """A job cancelled while it waited (nothing of it in a batch) settles now."""
+        for run in list(self._waiting):
+            if run.in_flight == 0 and run.stop_requested():
+                run.finish()
+                self._waiting.remove(run)
+                self._done.pop(str(run.job.id)).set()
+
+    def _release(self, runs: dict[str, JobRun]) -> None:
+        """After a batch: wake the tasks of the jobs that settled; a job the engine left
+        unfinished (a row never ended) fails rather than hangs."""
+        with self._cond:
+            for job_id, run in runs.items():
+                if not run.finished and run.in_flight:
+                    logger.error("a row never ended", extra={"job_id": job_id})
+                    run.fail(500, "synthesis_failed", "Synthesis failed on the worker.")
+                if run.finished and job_id in self._done:
+                    self._done.pop(job_id).set()

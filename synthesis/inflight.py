@@ -1,0 +1,72 @@
+"""Identical live requests share one generation: while a cacheable request is being generated, an
+identical one (same organization, model, text, voice, seed and options) follows the running job
+instead of starting another. Redis maps the request's identity to the leading job while it runs;
+the followers of a job are counted, so that the leader's client going away does not stop audio
+that others are listening to."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+
+from tts_saas.redis import get_async_redis, get_redis
+
+from . import streams
+from .cache import segments_text
+
+PENDING = "pending"  # the leader is submitting its job
+
+
+def identity(org_id: int, model: str, segments, params: dict) -> str:
+    text = segments_text(segments)
+    blob = json.dumps({"model": model, "text": text, "params": params}, sort_keys=True)
+    return f"tts:inflight:{org_id}:{hashlib.sha256(blob.encode()).hexdigest()}"
+
+
+def followers_key(job_id) -> str:
+    return f"tts:inflight:followers:{job_id}"
+
+
+async def lead_or_follow(key: str, ttl: float) -> str | None:
+    """None: this request leads (it must `start` its job or `give_up`); else the id of the job
+    an identical request is generating."""
+    r = get_async_redis()
+    for _ in range(50):
+        if await r.set(key, PENDING, nx=True, ex=int(ttl)):
+            return None
+        value = await r.get(key)
+        if value is not None and value != PENDING.encode():
+            return value.decode()
+        await asyncio.sleep(0.05)  # the leader is submitting its job: a moment
+    return None  # the leader never finished submitting: lead anew
+
+
+async def started(key: str, job_id, ttl: float) -> None:
+    await get_async_redis().set(key, str(job_id), ex=int(ttl))
+
+
+async def give_up(key: str) -> None:
+    await get_async_redis().delete(key)
+
+
+async def follow(job_id) -> None:
+    await get_async_redis().incr(followers_key(job_id))
+
+
+async def unfollow(job_id) -> None:
+    await get_async_redis().decr(followers_key(job_id))
+
+
+def finished(key: str, job_id) -> None:
+    """The job settled: later identical requests start anew (or hit the cache)."""
+    r = get_redis()
+    if r.get(key) == str(job_id).encode():
+        r.delete(key)
+
+
+async def abandon(job_id) -> None:
+    """The client that started a job went away: stop it, unless others are listening to it."""
+    followers = await get_async_redis().get(followers_key(job_id))
+    if not followers or int(followers) <= 0:
+        await streams.arequest_cancel(job_id)

@@ -1,0 +1,46 @@
+"""The per-row sampling step (inference.generation) against what ChatTTS does for one row: the
+same warpers, the same repetition penalty, the same draw. No model: random logits."""
+
+from __future__ import annotations
+
+import torch
+from ChatTTS.model.processors import CustomRepetitionPenaltyLogitsProcessorRepeat
+from transformers.generation import TopKLogitsWarper, TopPLogitsWarper
+
+from inference.generation import MIN_TOKENS_TO_KEEP, REPETITION_PENALTY, penalise, sample_noise, warp
+
+VOCAB, NUM_VQ = 626, 4
+SETTINGS = [(0.7, 20), (0.9, 10), (0.5, 40), (1.0, 626), (0.3, 1)]
+
+
+def test_per_row_top_p_and_top_k_equal_transformers_warpers_row_by_row():
+    torch.manual_seed(0)
+    logits = torch.randn(len(SETTINGS) * NUM_VQ, VOCAB) * 3
+    top_p = torch.tensor([1 - p for p, _ in SETTINGS for _ in range(NUM_VQ)], dtype=torch.float32).unsqueeze(1)
+    top_k = torch.tensor([max(k, MIN_TOKENS_TO_KEEP) for _, k in SETTINGS for _ in range(NUM_VQ)]).unsqueeze(1)
+    ours = warp(logits, top_p, top_k)
+    for i, (p, k) in enumerate(SETTINGS):
+        rows = logits[i * NUM_VQ : (i + 1) * NUM_VQ]
+        expected = TopPLogitsWarper(p, min_tokens_to_keep=MIN_TOKENS_TO_KEEP)(None, rows)
+        expected = TopKLogitsWarper(k, min_tokens_to_keep=MIN_TOKENS_TO_KEEP)(None, expected)
+        assert torch.equal(ours[i * NUM_VQ : (i + 1) * NUM_VQ], expected)
+
+
+def test_the_repetition_penalty_equals_chattts_processor():
+    torch.manual_seed(1)
+    logits = torch.randn(8, VOCAB)
+    history = torch.randint(0, VOCAB, (8, 16))
+    processor = CustomRepetitionPenaltyLogitsProcessorRepeat(REPETITION_PENALTY, VOCAB - 1, 16)
+    assert torch.equal(penalise(logits, history), processor(history, logits))
+    assert torch.equal(penalise(logits, history[:, :0]), logits)
+
+
+def test_fixed_noise_is_what_chattts_reseeded_multinomial_draws():
+    """ChatTTS re-seeds its generator before every draw, so its noise is the same every step."""
+    torch.manual_seed(2)
+    noise = sample_noise(1234, NUM_VQ, VOCAB, torch.device("cpu"))
+    generator = torch.Generator()
+    for _ in range(20):
+        probs = torch.softmax(torch.randn(NUM_VQ, VOCAB) * 2, -1)
+        expected = torch.multinomial(probs, 1, generator=generator.manual_seed(1234)).squeeze(1)
+        assert torch.equal(torch.argmax(probs / noise, -1), expected)
