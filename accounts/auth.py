@@ -97,6 +97,24 @@ def authenticate_ticket(ticket: str) -> Principal:
     return principal_for_member(membership)
 
 
+def refresh(principal: Principal) -> Principal:
+    """The same caller as it stands now: a long-lived connection re-checks, per request, that its
+    key is still valid, its member still a member and its organization not suspended."""
+    if principal.api_key is not None:
+        key = ApiKey.objects.select_related("organization").filter(pk=principal.api_key.pk).first()
+        if key is None:
+            raise ApiError(401, "This API key has been deleted.", "invalid_api_key")
+        return principal_for_key(key)
+    membership = (
+        Membership.objects.select_related("organization")
+        .filter(organization_id=principal.organization.pk, user_id=principal.user_id or 0, user__is_active=True)
+        .first()
+    )
+    if membership is None:
+        raise ApiError(401, "You are no longer a member of this organization.", "invalid_ticket")
+    return principal_for_member(membership)
+
+
 def issue_ticket(principal: Principal) -> str:
     """A WebSocket ticket for this caller: its key, or the member in their organization."""
     if principal.api_key is not None:

@@ -18,7 +18,7 @@ from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
 from django.core.exceptions import ValidationError
 
-from accounts.auth import authenticate_key, authenticate_ticket
+from accounts.auth import authenticate_key, authenticate_ticket, refresh
 from accounts.tenancy import scoped
 from billing.policy import meter
 from tts_saas.errors import ApiError
@@ -39,7 +39,8 @@ logger = logging.getLogger(__name__)
 MAX_PENDING = 16
 FRAME_BYTES = 32 * 1024
 SLOW_CLIENT = 4008
-UNAUTHORIZED = 4401
+UNAUTHORIZED = 4401  # at connect; later: the key was revoked or expired, the member removed
+FORBIDDEN = 4403  # the organization was suspended while connected
 
 
 class SpeechStreamConsumer(AsyncWebsocketConsumer):
@@ -130,9 +131,26 @@ class SpeechStreamConsumer(AsyncWebsocketConsumer):
         else:
             self._emit(protocol.error("not_found", f"No utterance {utterance!r} is running.", utterance))
 
+    async def _still_allowed(self, utterance: str) -> bool:
+        """Credentials are checked again before every utterance: a revoked key, a removed member or
+        a suspended organization ends the connection with an error and a close code."""
+        try:
+            self.principal = await in_thread(refresh)(self.principal)
+        except ApiError as exc:
+            self._emit(protocol.error(exc.code or "unauthorized", exc.message, utterance))
+            for _ in range(100):  # let the error go out first (at most a second)
+                if not self.outbox.queued:
+                    break
+                await asyncio.sleep(0.01)
+            await self.close(code=UNAUTHORIZED if exc.status == 401 else FORBIDDEN)
+            return False
+        return True
+
     async def _utterance_loop(self) -> None:
         while True:
             utterance, message = await self.pending.get()
+            if not await self._still_allowed(utterance):
+                return
             self.current = {"id": utterance}
             try:
                 if isinstance(message, protocol.Follow):

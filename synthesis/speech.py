@@ -6,6 +6,7 @@ the queue, the quota reservation and the job, whose audio is then read through a
 from __future__ import annotations
 
 import math
+import secrets
 import time
 from collections.abc import AsyncIterator
 from dataclasses import asdict
@@ -89,7 +90,7 @@ async def admit_job(
         earlier = await in_thread(find_idempotent_job)(org, how.idempotency_key, how.request_hash)
         if earlier is not None:
             return earlier
-    lease = request_id
+    lease = f"lease_{secrets.token_hex(12)}"  # the server's own id: a client-sent request id is no lease
     ttl = how.queue_deadline + settings.CELERY_TASK_TIME_LIMIT + 30  # its wait, its run, a margin
     if not await concurrency.acquire(org.pk, lease, limits.concurrent_jobs, ttl):
         raise ApiError(

@@ -166,3 +166,20 @@ def test_jobs_of_a_dead_worker_are_settled_and_refunded_by_the_reaper(owner):
     assert never_taken.status == Job.Status.EXPIRED
     row = QuotaPeriod.objects.get(organization=owner.org)
     assert (row.used, row.reserved) == (0, 0)
+
+
+def test_a_client_sent_request_id_cannot_share_a_concurrency_slot(live_stack):
+    """Slots are leased under the server's own ids: sending the same X-Request-ID twice does not
+    let an organization capped at one job run two."""
+    org = make_persona("One At A Time", concurrent_jobs=1, requests_per_minute=1000, max_input_chars=4096)
+    text = " ".join(f"Sentence {i} keeps the first job in flight." for i in range(90))[:4000]
+    headers = {"Authorization": f"Bearer {org.key}", "X-Request-ID": "same-id-twice"}
+    with httpx.Client(base_url=f"{live_stack.base_url}/v1", headers=headers, timeout=60) as client:
+        first = client.post("/jobs", json={"input": text, "response_format": "pcm"})
+        sent_second = time.time()
+        second = client.post("/jobs", json={"input": text[:3000] + " Again.", "response_format": "pcm"})
+    assert first.status_code == 202, first.text
+    job = Job.objects.get(pk=first.json()["id"])
+    assert job.finished_at is None or job.finished_at.timestamp() > sent_second, "the first job ended too soon"
+    assert second.status_code == 429, second.text
+    assert second.json()["error"]["code"] == "too_many_concurrent_requests"

@@ -13,7 +13,9 @@ import httpx
 import pytest
 import redis
 import websockets
+from django.utils import timezone
 
+from accounts.models import ApiKey, Organization
 from inference.text import SAMPLE_RATE
 from synthesis.models import Job
 from tests import stack
@@ -221,3 +223,49 @@ def test_a_client_that_stops_reading_is_closed_with_4008_and_its_job_stopped(liv
             sock.close()
         web.stop()
         worker.stop()
+
+
+def test_a_key_revoked_while_connected_ends_the_connection_before_its_next_utterance(live_stack, owner):
+    async def scenario():
+        headers = {"Authorization": f"Bearer {owner.key}"}
+        async with websockets.connect(ws_url(live_stack), additional_headers=headers) as ws:
+            await ws.recv()  # ready
+            await ws.send(json.dumps({"type": "synthesize", "id": "before", "text": "Still allowed."}))
+            _, audio, end = await collect(ws)
+            assert end["type"] == "end" and audio
+            await asyncio.to_thread(revoke_key_of, owner)
+            await ws.send(json.dumps({"type": "synthesize", "id": "after", "text": "Not any more."}))
+            error = json.loads(await asyncio.wait_for(ws.recv(), 30))
+            with pytest.raises(websockets.ConnectionClosed) as closed:
+                await asyncio.wait_for(ws.recv(), 30)
+            return error, closed.value.rcvd.code
+
+    error, code = run(scenario())
+    assert (error["type"], error["id"], error["code"]) == ("error", "after", "invalid_api_key")
+    assert code == 4401
+
+
+def test_an_organization_suspended_while_connected_is_closed_with_4403(live_stack, owner):
+    async def scenario():
+        headers = {"Authorization": f"Bearer {owner.key}"}
+        async with websockets.connect(ws_url(live_stack), additional_headers=headers) as ws:
+            await ws.recv()  # ready
+            await asyncio.to_thread(suspend, owner)
+            await ws.send(json.dumps({"type": "synthesize", "id": "u1", "text": "Hello?"}))
+            error = json.loads(await asyncio.wait_for(ws.recv(), 30))
+            with pytest.raises(websockets.ConnectionClosed) as closed:
+                await asyncio.wait_for(ws.recv(), 30)
+            return error, closed.value.rcvd.code
+
+    error, code = run(scenario())
+    assert error["code"] == "organization_suspended"
+    assert code == 4403
+    assert not Job.objects.filter(organization=owner.org).exists()  # nothing was generated for it
+
+
+def revoke_key_of(persona) -> None:
+    ApiKey.objects.get(prefix=persona.key.split("_")[1]).revoke()
+
+
+def suspend(persona) -> None:
+    Organization.objects.filter(pk=persona.org.pk).update(suspended_at=timezone.now(), suspension_reason="abuse")
