@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+import re
+
+from django.http import Http404
 from rest_framework import mixins, status
 from rest_framework.permissions import BasePermission
 from rest_framework.response import Response
 
 from tts_saas.errors import ApiError
 
-from .models import ApiKey
+from .models import PREFIX_LENGTH, ApiKey
 from .serializers import ApiKeyCreateSerializer, ApiKeySerializer
 from .tenancy import TenantScopedViewSet
+
+KEY_ID = re.compile(rf"[A-Za-z0-9]{{{PREFIX_LENGTH}}}")  # a key's public id: its prefix
 
 
 class IsOrganizationAdmin(BasePermission):
@@ -30,6 +35,17 @@ class ApiKeyViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, TenantScop
     permission_classes = [IsOrganizationAdmin]
     lookup_field = "prefix"
     lookup_url_kwarg = "key_id"
+
+    def get_object(self) -> ApiKey:
+        # An id that cannot be a key's is one that exists nowhere: the same 404 as an unknown id
+        # or another tenant's, without a query (a NUL byte in it made PostgreSQL fail: 500).
+        no_key = ApiError(404, "No API key with that id in this organization.", "not_found")
+        if not KEY_ID.fullmatch(self.kwargs.get(self.lookup_url_kwarg, "")):
+            raise no_key
+        try:
+            return super().get_object()
+        except Http404:
+            raise no_key from None
 
     def list(self, request, *args, **kwargs):
         return Response({"object": "list", "data": self.get_serializer(self.get_queryset(), many=True).data})

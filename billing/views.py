@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import UTC
+from datetime import UTC, date
 
 from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
@@ -21,6 +21,12 @@ class UsageQuerySerializer(serializers.Serializer):
     start = serializers.DateField(required=False)
     end = serializers.DateField(required=False)
     group_by = serializers.ChoiceField(choices=["day", "key"], default="day")
+
+    def validate_end(self, value: date) -> date:
+        # The report reads up to the day after `end`, which must exist in the calendar.
+        if value >= date.max:
+            raise serializers.ValidationError(f"end must be before {date.max.isoformat()}.")
+        return value
 
     def validate(self, attrs):
         today = timezone.now().astimezone(UTC).date()

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from django.urls import path
+from django.urls import path, re_path
 
 from .views import account, docs, jobs, keys, overview, playground, team
 
@@ -12,7 +12,7 @@ urlpatterns = [
     path("switch", account.switch, name="switch"),
     path("invite/<str:token>", account.accept_invitation, name="accept-invitation"),
     path("keys", keys.keys, name="keys"),
-    path("keys/<str:prefix>/revoke", keys.revoke_key, name="revoke-key"),
+    re_path(r"^keys/(?P<prefix>[A-Za-z0-9]{12})/revoke$", keys.revoke_key, name="revoke-key"),  # else 404
     path("members", team.members, name="members"),
     path("members/<int:membership_id>/remove", team.remove_member, name="remove-member"),
     path("voices", playground.voices, name="voices"),

@@ -13,6 +13,7 @@ import functools
 import math
 import re
 import threading
+import unicodedata
 from dataclasses import dataclass
 
 SAMPLE_RATE = 24000
@@ -28,7 +29,11 @@ INLINE_TAGS = frozenset(
 )
 # Tags that steer text refinement (`refine_prompt`).
 REFINE_TAG = re.compile(r"^(\[(oral_\d|laugh_[0-2]|break_[0-7])\])+$")
-TAG = re.compile(r"\[[a-z]+(?:_[a-z]+)?(?:_\d)?\]")
+# Anything written like a tag: a bracketed word. ChatTTS's tokenizer knows more special tokens
+# than INLINE_TAGS ([Stts], [Ptts], [spk_emb], [Sbreak], ...): they steer the model and must never
+# come from a user, so every tag-like word not exactly (case and all) in INLINE_TAGS is refused.
+# "[1]" or "[see below]" are not tags and stay text.
+TAG = re.compile(r"\[[A-Za-z][A-Za-z0-9_-]*\]")
 CJK = re.compile(r"[\u3400-\u9fff]")
 # Sentence ends: Chinese ones always; Latin ones when followed by space or the end.
 SENTENCE_END = re.compile(r"(?<=[。！？；…!?;])|(?<=\.)(?=\s|$)|\n+")
@@ -46,8 +51,23 @@ class TextError(ValueError):
     """Input that cannot be synthesised; the message is shown to the user."""
 
 
+def _folded(text: str) -> str:
+    """`text` as normalisation or the tokenizer may come to read it: compatibility forms folded
+    (full-width "［Ｐtts］" is "[Ptts]") and invisible format characters (zero-width spaces) gone."""
+    return "".join(ch for ch in unicodedata.normalize("NFKC", text) if unicodedata.category(ch) != "Cf")
+
+
 def unknown_tags(text: str) -> list[str]:
-    return sorted({t for t in TAG.findall(text) if t not in INLINE_TAGS})
+    found = set(TAG.findall(text)) | set(TAG.findall(_folded(text)))
+    return sorted(t for t in found if t not in INLINE_TAGS)
+
+
+def _refuse_unknown_tags(text: str) -> None:
+    bad = unknown_tags(text)
+    if bad:
+        raise TextError(
+            f"Unknown control tag(s) {', '.join(bad)}; allowed (case-sensitive): {', '.join(sorted(INLINE_TAGS))}."
+        )
 
 
 _normalizers: dict[str, object] = {}
@@ -157,10 +177,9 @@ class PreparedText:
 def prepare(text: str) -> PreparedText:
     """Validate, normalise and split `text`. Memoised: normalising costs ~20 ms a sentence, and
     repeated texts (greetings, prompts: what the audio cache serves) come back often."""
-    bad = unknown_tags(text)
-    if bad:
-        raise TextError(f"Unknown control tag(s) {', '.join(bad)}; allowed: {', '.join(sorted(INLINE_TAGS))}.")
+    _refuse_unknown_tags(text)
     normalized = normalize(text)
+    _refuse_unknown_tags(normalized)  # what reaches the model, whatever normalising made of the text
     segments = split_text(normalized)
     if not segments:
         raise TextError("The input has nothing to say once normalised (only tags, spaces or symbols).")

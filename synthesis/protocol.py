@@ -7,10 +7,10 @@ by the functions below, so their fields are written in one place.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 
-from tts_saas.errors import validation_error
+from tts_saas.errors import ApiError, validation_error
+from tts_saas.parsers import load_json
 
 from .audio import FORMATS, SAMPLE_RATE
 from .serializers import SpeechRequestSerializer
@@ -62,9 +62,9 @@ def parse(text: str, default_id: str = "u1") -> Message:
     if len(text.encode()) > MAX_MESSAGE_BYTES:
         raise ProtocolError("message_too_large", f"Messages are limited to {MAX_MESSAGE_BYTES} bytes.")
     try:
-        message = json.loads(text)
-    except ValueError:
-        raise ProtocolError("invalid_json", "Messages must be JSON objects.") from None
+        message = load_json(text)
+    except ApiError:
+        raise ProtocolError("invalid_json", "Messages must be JSON objects (not nested too deeply).") from None
     if not isinstance(message, dict):
         raise ProtocolError("invalid_json", "Messages must be JSON objects.")
     kind, utterance = message.get("type"), message.get("id")

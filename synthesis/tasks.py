@@ -125,15 +125,31 @@ def reap_stale_jobs() -> dict[str, int]:
     return maintenance.reap_stale_jobs()
 
 
-@shared_task(bind=True, name="synthesis.tasks.deliver_callback", max_retries=None, acks_late=True)
+class CallbackNotDelivered(Exception):
+    """The receiver did not answer 2xx (the attempt is recorded on the job): Celery retries."""
+
+
+# Celery's own retry policy: attempt n+1 waits a random time up to BACKOFF * 2**n seconds (full
+# jitter, so receivers coming back up are not hit by every job at once; Celery rounds the factor
+# to whole seconds, at least 1), at most TTS_CALLBACK_MAX_ATTEMPTS attempts in all.
+@shared_task(
+    bind=True,
+    name="synthesis.tasks.deliver_callback",
+    acks_late=True,
+    autoretry_for=(CallbackNotDelivered,),
+    max_retries=max(0, settings.TTS_CALLBACK_MAX_ATTEMPTS - 1),
+    retry_backoff=settings.TTS_CALLBACK_BACKOFF_SECONDS,
+    retry_jitter=True,
+)
 def deliver_callback(self, job_id: str) -> bool:
     if callbacks.deliver(job_id):
         return True
-    attempt = self.request.retries + 1
-    if attempt >= settings.TTS_CALLBACK_MAX_ATTEMPTS:
-        logger.warning("callback given up after %d attempts", attempt, extra={"job_id": job_id})
+    attempts = self.request.retries + 1
+    if attempts > self.max_retries:
+        # Returned rather than raised: a given-up callback is the receiver's failure, not the task's.
+        logger.warning("callback given up after %d attempts", attempts, extra={"job_id": job_id})
         return False
-    raise self.retry(countdown=settings.TTS_CALLBACK_BACKOFF_SECONDS * 2 ** (attempt - 1))
+    raise CallbackNotDelivered(job_id)
 
 
 @shared_task(name="synthesis.tasks.delete_old_jobs")

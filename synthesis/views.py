@@ -24,6 +24,7 @@ from billing.policy import aauthorize
 from inference.text import SAMPLES_PER_TOKEN
 from inference.voices import VOICES
 from tts_saas.errors import ApiError, validation_error
+from tts_saas.parsers import load_json
 from tts_saas.threads import in_thread
 
 from . import audio, inflight
@@ -51,10 +52,7 @@ def api_errors(view):
 
 
 def parse_json(request: HttpRequest) -> dict:
-    try:
-        body = json.loads(request.body or b"")
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise ApiError(400, f"The request body is not valid JSON: {exc}", "invalid_json") from exc
+    body = load_json(request.body)
     if not isinstance(body, dict):
         raise ApiError(400, "The request body must be a JSON object.", "invalid_json")
     return body
@@ -191,7 +189,9 @@ def stream_ticket(request) -> Response:
 class JobListQuery(serializers.Serializer):
     status = serializers.ChoiceField(choices=Job.Status.choices, required=False)
     limit = serializers.IntegerField(min_value=1, max_value=100, default=20)
-    offset = serializers.IntegerField(min_value=0, default=0)
+    # Capped: an offset past what PostgreSQL's bigint holds failed the query (500), and paging
+    # a million rows deep is not what this list is for.
+    offset = serializers.IntegerField(min_value=0, max_value=1_000_000, default=0)
 
 
 class JobViewSet(mixins.RetrieveModelMixin, TenantScopedViewSet):

@@ -98,6 +98,11 @@ def start_web(env: dict[str, str], log_dir: Path) -> tuple[Proc, str]:
             str(port),
             "--lifespan",
             "off",
+            # As deploy/Dockerfile's CMD: h11, the request head bounded to 16 KiB.
+            "--http",
+            "h11",
+            "--h11-max-incomplete-event-size",
+            "16384",
             "--log-level",
             "warning",
         ],

@@ -33,6 +33,8 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "tts_saas.request_id.RequestIdMiddleware",
+    "tts_saas.limits.HeaderLimitsMiddleware",  # > 100 header fields or > 16 KiB of them: 431
+    "tts_saas.limits.BodyLimitsMiddleware",  # a body over TTS_MAX_BODY_BYTES: 413, never parsed
     "billing.ratelimit.RateLimitHeadersMiddleware",
     "tts_saas.metrics.MetricsMiddleware",
     "django.middleware.security.SecurityMiddleware",
@@ -128,7 +130,7 @@ REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": ["billing.policy.MeteredApiKeyAuthentication"],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
-    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "DEFAULT_PARSER_CLASSES": ["tts_saas.parsers.JSONParser"],
     "EXCEPTION_HANDLER": "tts_saas.errors.drf_exception_handler",
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "UNAUTHENTICATED_USER": None,
@@ -179,6 +181,8 @@ TTS_DEVICE = envstr("TTS_DEVICE")  # empty: cuda when present, else cpu
 TTS_MODEL_NAME = envstr("TTS_MODEL_NAME", "chattts")
 TTS_MODEL_ALIASES = [a for a in envstr("TTS_MODEL_ALIASES", "tts-1,tts-1-hd,gpt-4o-mini-tts").split(",") if a]
 TTS_MAX_INPUT_CHARS = envint("TTS_MAX_INPUT_CHARS", 4096)
+TTS_MAX_BODY_BYTES = envint("TTS_MAX_BODY_BYTES", 1024 * 1024)
+DATA_UPLOAD_MAX_MEMORY_SIZE = TTS_MAX_BODY_BYTES  # Django stops reading a body past it
 TTS_DEFAULT_SEED = envstr("TTS_DEFAULT_SEED")  # empty: an unseeded request gets a random seed
 # A live request waits while the workers work through the queue. It is refused at once when its
 # estimated wait is over TTS_MAX_QUEUE_WAIT, and given up when no worker has made progress for

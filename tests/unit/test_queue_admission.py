@@ -51,7 +51,7 @@ def test_a_tenants_burst_queues_behind_another_tenants_first_job():
     assert capacity.fair_priority(plan, unfinished_before=3, batch=4) == 6  # within its first batch
     assert capacity.fair_priority(plan, unfinished_before=4, batch=4) == 7  # behind others' first jobs
     assert capacity.fair_priority(plan, unfinished_before=400, batch=4) == 9  # the lowest Celery priority
-    assert capacity.fair_priority(0, waiting_before=0, batch=4) < capacity.fair_priority(3, 0, 4)  # paid first
+    assert capacity.fair_priority(0, unfinished_before=0, batch=4) < capacity.fair_priority(3, 0, 4)  # paid first
 
 
 def test_waiting_jobs_are_counted_once_each(redis_client):

@@ -1,0 +1,71 @@
+"""Bodies a careless or hostile client sends: JSON nested far too deeply is a 400 in the error
+shape on every JSON endpoint and an error message on the WebSocket (which stays open), never a
+500 or a dropped connection."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import httpx
+import pytest
+import websockets
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+DEEP = b"[" * 100_000 + b"]" * 100_000
+
+
+@pytest.mark.parametrize("path", ["/audio/speech", "/jobs", "/keys"])
+def test_deeply_nested_json_is_a_400_naming_the_problem(live_stack, owner, path):
+    with live_stack.client(owner.key) as client:
+        response = client.post(path, content=DEEP, headers={"Content-Type": "application/json"})
+    assert response.status_code == 400, response.text[:300]
+    error = response.json()["error"]
+    assert error["code"] == "invalid_json" and "nested too deeply" in error["message"]
+
+
+def test_deeply_nested_json_on_the_websocket_is_an_error_message_and_the_connection_lives(live_stack, owner):
+    url = live_stack.base_url.replace("http://", "ws://") + "/v1/audio/stream"
+
+    async def scenario():
+        async with websockets.connect(url, additional_headers={"Authorization": f"Bearer {owner.key}"}) as ws:
+            await ws.recv()  # ready
+            await ws.send("[" * 20_000 + "]" * 20_000)  # under the 64 KiB message limit
+            error = json.loads(await asyncio.wait_for(ws.recv(), 30))
+            await ws.send(json.dumps({"type": "unknown"}))
+            after = json.loads(await asyncio.wait_for(ws.recv(), 30))
+            return error, after
+
+    error, after = asyncio.run(scenario())
+    assert (error["type"], error["code"]) == ("error", "invalid_json")
+    assert after["code"] == "unknown_type"  # still connected and answering
+
+
+def test_a_body_that_is_not_utf8_json_is_a_400(live_stack, owner):
+    response = httpx.post(
+        f"{live_stack.base_url}/v1/jobs",
+        content=b"\xff\xfe{}",
+        headers={"Authorization": f"Bearer {owner.key}", "Content-Type": "application/json"},
+    )
+    assert response.status_code == 400
+    assert response.json()["error"]["code"] == "invalid_json"
+
+
+@pytest.mark.parametrize("path", ["/audio/speech", "/jobs", "/keys"])
+def test_an_oversized_body_is_refused_with_413_before_it_is_parsed(live_stack, owner, path):
+    body = b'{"input": "' + b"a" * (2 * 1024 * 1024) + b'"}'
+    with live_stack.client(owner.key) as client:
+        response = client.post(path, content=body, headers={"Content-Type": "application/json"})
+    assert response.status_code == 413, response.text[:300]
+    assert response.json()["error"]["code"] == "request_too_large"
+
+
+def test_an_oversized_body_sent_without_a_length_is_refused_too(live_stack, owner):
+    def chunks():
+        for _ in range(40):
+            yield b"[" * 65536
+
+    with live_stack.client(owner.key) as client:
+        response = client.post("/jobs", content=chunks(), headers={"Content-Type": "application/json"})
+    assert response.status_code == 413, response.text[:300]

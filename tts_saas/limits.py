@@ -1,0 +1,120 @@
+"""Limits on requests that the HTTP server does not fully enforce itself: the head, and the body.
+
+uvicorn runs with `--http h11 --h11-max-incomplete-event-size 16384` (the Dockerfile's CMD and
+every other place that starts it): h11 stops buffering a request head that is still incomplete
+past 16 KiB and uvicorn answers 400 before any of our code runs. That bound only holds while the
+head is incomplete: a larger head that arrives in one read (up to 256 KiB) is parsed whole. And h11
+has no limit on how many header fields there are, each costing work in every layer that reads
+them. So here, first thing after the request id, a request with more than MAX_HEADERS fields or
+more than MAX_HEADER_BYTES of them is refused with 431 Request Header Fields Too Large.
+"""
+
+from __future__ import annotations
+
+from asgiref.sync import iscoroutinefunction, markcoroutinefunction
+from django.conf import settings
+from django.core.exceptions import RequestDataTooBig
+
+from .errors import error_response
+
+MAX_HEADERS = 100
+MAX_HEADER_BYTES = 16 * 1024  # as the server's --h11-max-incomplete-event-size
+
+
+def _fields(request) -> list[tuple[bytes, bytes]]:
+    """The header fields as received. ASGI requests carry them in the scope, one entry per field
+    (Django's META merges repeated fields into one, so counting META would miss them)."""
+    scope = getattr(request, "scope", None)
+    if scope is not None and "headers" in scope:
+        return list(scope["headers"])
+    return [
+        (name.encode("latin-1"), str(value).encode("latin-1", "replace"))
+        for name, value in request.META.items()
+        if name.startswith("HTTP_") or name in ("CONTENT_TYPE", "CONTENT_LENGTH")
+    ]
+
+
+def header_problem(request) -> str | None:
+    fields = _fields(request)
+    if len(fields) > MAX_HEADERS:
+        return f"The request has too many header fields: at most {MAX_HEADERS} are accepted."
+    size = sum(len(name) + len(value) + 4 for name, value in fields)  # "name: value\r\n"
+    if size > MAX_HEADER_BYTES:
+        return f"The request's header fields are too large: at most {MAX_HEADER_BYTES} bytes are accepted."
+    return None
+
+
+def refused(message: str):
+    return error_response(431, message, "request_header_fields_too_large")
+
+
+class HeaderLimitsMiddleware:
+    """Refuses a request with too many or too large header fields (431); sync and async capable."""
+
+    sync_capable = True
+    async_capable = True
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+        self._async = iscoroutinefunction(get_response)
+        if self._async:
+            markcoroutinefunction(self)
+
+    def __call__(self, request):
+        if self._async:
+            return self.__acall__(request)
+        problem = header_problem(request)
+        if problem:
+            return refused(problem)
+        return self.get_response(request)
+
+    async def __acall__(self, request):
+        problem = header_problem(request)
+        if problem:
+            return refused(problem)
+        return await self.get_response(request)
+
+
+def body_problem(request) -> str | None:
+    """Why the body is refused before anything parses it: larger than TTS_MAX_BODY_BYTES by its
+    Content-Length, or (sent without one) once read (Django stops reading at the same size)."""
+    limit = settings.TTS_MAX_BODY_BYTES
+    message = f"The request body is too large: at most {limit} bytes are accepted."
+    try:
+        if int(request.META.get("CONTENT_LENGTH") or 0) > limit:
+            return message
+    except ValueError:
+        return "The Content-Length header is not a number."
+    if request.method in ("POST", "PUT", "PATCH"):
+        try:
+            request.body  # noqa: B018  (reads it, bounded by DATA_UPLOAD_MAX_MEMORY_SIZE)
+        except RequestDataTooBig:
+            return message
+    return None
+
+
+class BodyLimitsMiddleware:
+    """Refuses an oversized body with 413 before any view or parser sees it; sync and async capable."""
+
+    sync_capable = True
+    async_capable = True
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+        self._async = iscoroutinefunction(get_response)
+        if self._async:
+            markcoroutinefunction(self)
+
+    def __call__(self, request):
+        if self._async:
+            return self.__acall__(request)
+        problem = body_problem(request)
+        if problem:
+            return error_response(413, problem, "request_too_large")
+        return self.get_response(request)
+
+    async def __acall__(self, request):
+        problem = body_problem(request)
+        if problem:
+            return error_response(413, problem, "request_too_large")
+        return await self.get_response(request)
