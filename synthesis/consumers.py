@@ -41,6 +41,7 @@ FRAME_BYTES = 32 * 1024
 SLOW_CLIENT = 4008
 UNAUTHORIZED = 4401  # at connect; later: the key was revoked or expired, the member removed
 FORBIDDEN = 4403  # the organization was suspended while connected
+SERVER_ERROR = 1011
 
 
 class SpeechStreamConsumer(AsyncWebsocketConsumer):
@@ -138,13 +139,16 @@ class SpeechStreamConsumer(AsyncWebsocketConsumer):
             self.principal = await in_thread(refresh)(self.principal)
         except ApiError as exc:
             self._emit(protocol.error(exc.code or "unauthorized", exc.message, utterance))
-            for _ in range(100):  # let the error go out first (at most a second)
-                if not self.outbox.queued:
-                    break
-                await asyncio.sleep(0.01)
-            await self.close(code=UNAUTHORIZED if exc.status == 401 else FORBIDDEN)
+            await self._close_after_sending(UNAUTHORIZED if exc.status == 401 else FORBIDDEN)
             return False
         return True
+
+    async def _close_after_sending(self, code: int) -> None:
+        for _ in range(100):  # let what is queued go out first (at most a second)
+            if not self.outbox.queued:
+                break
+            await asyncio.sleep(0.01)
+        await self.close(code=code)
 
     async def _utterance_loop(self) -> None:
         while True:
@@ -163,6 +167,11 @@ class SpeechStreamConsumer(AsyncWebsocketConsumer):
                 else:
                     self._emit(protocol.error(exc.code or "error", exc.message, utterance))
             except SlowClient:
+                return
+            except Exception:  # a fault of ours: say so and close cleanly, never drop the socket
+                logger.exception("websocket utterance failed")
+                self._emit(protocol.error("server_error", "The server had an error; try again.", utterance))
+                await self._close_after_sending(SERVER_ERROR)
                 return
             finally:
                 self.current = None

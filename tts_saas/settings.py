@@ -85,6 +85,8 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 REDIS_URL = envstr("REDIS_URL", "redis://127.0.0.1:6379/0")
+REDIS_MAX_CONNECTIONS = envint("REDIS_MAX_CONNECTIONS", 500)  # per process and event loop; callers queue beyond
+REDIS_POOL_TIMEOUT = envfloat("REDIS_POOL_TIMEOUT", 20.0)
 CACHES = {
     "default": {
         "BACKEND": "django.core.cache.backends.redis.RedisCache",
