@@ -42,6 +42,7 @@ SLOW_CLIENT = 4008
 UNAUTHORIZED = 4401  # at connect; later: the key was revoked or expired, the member removed
 FORBIDDEN = 4403  # the organization was suspended while connected
 SERVER_ERROR = 1011
+SLOW_CLIENT_SECONDS = 30  # a client reading nothing this long while audio waits for it is closed
 
 
 class SpeechStreamConsumer(AsyncWebsocketConsumer):
@@ -115,7 +116,7 @@ class SpeechStreamConsumer(AsyncWebsocketConsumer):
             return self._emit(protocol.error(exc.code, exc.message, exc.utterance))
         match message:
             case protocol.Synthesize() | protocol.Follow():
-                if isinstance(message, protocol.Synthesize) and self.pending.qsize() >= MAX_PENDING:
+                if self.pending.qsize() >= MAX_PENDING:
                     return self._emit(
                         protocol.error("too_many_pending", f"At most {MAX_PENDING} utterances may wait.", message.id)
                     )
@@ -142,6 +143,18 @@ class SpeechStreamConsumer(AsyncWebsocketConsumer):
             await self._close_after_sending(UNAUTHORIZED if exc.status == 401 else FORBIDDEN)
             return False
         return True
+
+    async def _room_for(self, size: int) -> None:
+        """Wait while the outbox is more than half full, so that a large cached body goes out as
+        fast as the client reads it; a client that reads nothing for SLOW_CLIENT_SECONDS is closed
+        with 4008, as when a generation outruns it."""
+        deadline = time.monotonic() + SLOW_CLIENT_SECONDS
+        while self.outbox.queued + size > self.outbox.limit // 2:
+            if time.monotonic() > deadline:
+                job_id = self.current.get("job_id") if self.current else None
+                self._closing = asyncio.create_task(self._close_slow(job_id))
+                raise SlowClient
+            await asyncio.sleep(0.01)
 
     async def _close_after_sending(self, code: int) -> None:
         for _ in range(100):  # let what is queued go out first (at most a second)
@@ -178,6 +191,9 @@ class SpeechStreamConsumer(AsyncWebsocketConsumer):
 
     async def _follow(self, message: protocol.Follow) -> None:
         """Play an existing job of this organization: its audio from the start, live or past."""
+        limits, _ = await in_thread(meter)(self.principal)  # a request like any other: rate-limited
+        if limits.allowed_formats and message.format not in limits.allowed_formats:
+            raise ApiError(403, f"format '{message.format}' is not in your plan.", "not_in_plan")
         try:
             job = await scoped(Job, self.principal.organization).filter(pk=message.job_id).afirst()
         except ValidationError:  # not a UUID
@@ -213,6 +229,7 @@ class SpeechStreamConsumer(AsyncWebsocketConsumer):
             self._emit(protocol.start(utterance, fmt, cached=True, request_id=request_id))
             body = await in_thread(audio.encode)(result.pcm16, fmt)
             for start in range(0, len(body), FRAME_BYTES):
+                await self._room_for(FRAME_BYTES)  # a large hit goes out as fast as the client reads
                 self._emit(body[start : start + FRAME_BYTES])
             samples = len(result.pcm16) // 2
         else:

@@ -12,6 +12,7 @@ from tts_saas.threads import in_thread
 
 from . import capacity, streams
 from .jobs import expire_if_queued
+from .models import Job
 
 
 class JobAudioFeed:
@@ -63,8 +64,12 @@ class JobAudioFeed:
         began, began_at = time.monotonic(), time.time()
         run_deadline = None
         starting = False  # the job was seen leaving the queue: its start event is on its way
+        checked_expiry = False
         async for event in streams.read(self.job_id, after=self.after):
             now = time.monotonic()
+            if event is None and not checked_expiry:
+                checked_expiry = True
+                await self._check_not_expired()
             if event is None:
                 if run_deadline is None and not starting:
                     error = await self._waited_too_long(began, began_at)
@@ -86,6 +91,16 @@ class JobAudioFeed:
                 return
             elif event.type == "error":
                 raise ApiError(int(event.text("status", "500")), event.text("message"), event.text("code"))
+
+    async def _check_not_expired(self) -> None:
+        """A finished job whose event stream is gone (kept TTS_STREAM_TTL) has nothing to replay:
+        say so rather than wait for events that will never come."""
+        if await streams.exists(self.job_id):
+            return
+        job = await Job.objects.filter(pk=self.job_id).only("status", "result").afirst()
+        if job is not None and job.status in Job.FINAL:
+            where = f" Its stored audio is at /v1/jobs/{self.job_id}/audio." if job.result else ""
+            raise ApiError(410, f"This job's audio stream has expired.{where}", "stream_expired")
 
     async def first_audio(self) -> None:
         """Wait for the job's first audio (or its end), so that errors before it still get their own

@@ -39,6 +39,10 @@ def publish(job_id, event_type: str, **fields) -> None:
     pipe.execute()
 
 
+async def exists(job_id) -> bool:
+    return bool(await get_async_redis().exists(stream_key(job_id)))
+
+
 def publish_error(job_id, status: int, code: str, message: str) -> None:
     """The job ended without (all of) its audio: readers raise this as an API error."""
     publish(job_id, "error", status=status, code=code, message=message)

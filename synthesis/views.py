@@ -154,7 +154,7 @@ async def speech(request: HttpRequest) -> HttpResponse:
 async def job_stream(request: HttpRequest, job_id) -> HttpResponse:
     """GET /v1/jobs/{id}/stream?format=pcm|wav|mp3|... — follow a job's audio from its start, live
     or after the fact (while its stream is kept, TTS_STREAM_TTL)."""
-    principal, _ = await aauthorize(request)
+    principal, limits = await aauthorize(request)
     job = await scoped(Job, principal.organization).filter(pk=job_id).afirst()
     if job is None:
         raise ApiError(404, f"No job {job_id}.", "not_found")
@@ -163,6 +163,8 @@ async def job_stream(request: HttpRequest, job_id) -> HttpResponse:
         raise ApiError(
             400, f"Unsupported format '{fmt}'. Valid formats: {', '.join(audio.FORMATS)}.", "invalid_value", "format"
         )
+    if limits.allowed_formats and fmt not in limits.allowed_formats:
+        raise ApiError(403, f"format '{fmt}' is not in your plan.", "not_in_plan", "format")
     feed = JobAudioFeed(job.id, characters=job.characters, queue_timeout=3600)
     return audio_response(feed, fmt, request.GET.get("stream_format") == "sse", owner=False)
 

@@ -269,3 +269,24 @@ def revoke_key_of(persona) -> None:
 
 def suspend(persona) -> None:
     Organization.objects.filter(pk=persona.org.pk).update(suspended_at=timezone.now(), suspension_reason="abuse")
+
+
+def test_following_a_finished_job_whose_stream_expired_says_so_instead_of_hanging(live_stack, owner):
+    with live_stack.client(owner.key) as client:
+        job = client.post("/jobs", json={"input": "Kept a while.", "response_format": "pcm", "seed": 3}).json()
+        wait_until(lambda: client.get(f"/jobs/{job['id']}").json()["status"] == "succeeded", 60, "job not done")
+        redis.Redis.from_url(os.environ["REDIS_URL"]).delete(f"tts:job:{job['id']}:events")  # TTS_STREAM_TTL passed
+        response = client.get(f"/jobs/{job['id']}/stream", timeout=20)
+    assert response.status_code == 200  # the status line went before the stream was read
+    assert response.content == b""  # and the stream ends at once instead of hanging
+
+    async def follow():
+        headers = {"Authorization": f"Bearer {owner.key}"}
+        async with websockets.connect(ws_url(live_stack), additional_headers=headers) as ws:
+            await ws.recv()  # ready
+            await ws.send(json.dumps({"type": "follow", "id": "f1", "job_id": job["id"]}))
+            return await collect(ws)
+
+    _, audio, end = run(asyncio.wait_for(follow(), 30))
+    assert (end["type"], end["code"]) == ("error", "stream_expired") and audio == b""
+    assert f"/v1/jobs/{job['id']}/audio" in end["message"]  # where its stored audio still is
