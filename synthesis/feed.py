@@ -69,7 +69,7 @@ class JobAudioFeed:
             now = time.monotonic()
             if event is None and not checked_expiry:
                 checked_expiry = True
-                await self._check_not_expired()
+                await self.check_not_expired()
             if event is None:
                 if run_deadline is None and not starting:
                     error = await self._waited_too_long(began, began_at)
@@ -92,7 +92,7 @@ class JobAudioFeed:
             elif event.type == "error":
                 raise ApiError(int(event.text("status", "500")), event.text("message"), event.text("code"))
 
-    async def _check_not_expired(self) -> None:
+    async def check_not_expired(self) -> None:
         """A finished job whose event stream is gone (kept TTS_STREAM_TTL) has nothing to replay:
         say so rather than wait for events that will never come."""
         if await streams.exists(self.job_id):

@@ -166,6 +166,7 @@ async def job_stream(request: HttpRequest, job_id) -> HttpResponse:
     if limits.allowed_formats and fmt not in limits.allowed_formats:
         raise ApiError(403, f"format '{fmt}' is not in your plan.", "not_in_plan", "format")
     feed = JobAudioFeed(job.id, characters=job.characters, queue_timeout=3600)
+    await feed.check_not_expired()  # 410 now, while the status line can still say so
     return audio_response(feed, fmt, request.GET.get("stream_format") == "sse", owner=False)
 
 
