@@ -67,16 +67,32 @@ def invite(organization: Organization, email: str, role: str, invited_by, accept
     return invitation
 
 
+class InvitationUsed(Exception):
+    """The invitation was accepted meanwhile (it works once)."""
+
+
+def _claim(invitation: Invitation) -> None:
+    """Lock the invitation for this transaction; concurrent acceptances: one wins, once."""
+    locked = Invitation.objects.select_for_update().get(pk=invitation.pk)
+    if not locked.is_open:
+        raise InvitationUsed
+
+
 def accept_invitation(invitation: Invitation, user) -> Membership:
     """`user` joins the invitation's organization (an existing member keeps their role)."""
     if user.email.lower() != invitation.email:
         raise NotAllowed(f"This invitation is for {invitation.email}.")
-    return invitation.accept(user)
+    with transaction.atomic():
+        _claim(invitation)
+        return invitation.accept(user)
 
 
 def accept_invitation_as_new_user(invitation: Invitation, password: str) -> User:
     """The invited address has no account yet: make it, and join."""
     with transaction.atomic():
+        _claim(invitation)
+        if has_account(invitation.email):
+            raise InvitationUsed
         user = create_user(invitation.email, password)
         invitation.accept(user)
     return user

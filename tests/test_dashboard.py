@@ -205,3 +205,29 @@ def test_the_docs_page_shows_examples_with_the_key_prefix_and_the_websocket_prot
     assert f"tts_{key.prefix}_".encode() in page.content
     assert b"tts.v1" in page.content and b"/v1/audio/stream/tickets" in page.content
     assert b'href="/v1/docs"' in page.content
+
+
+def test_a_signed_in_invitee_joins_only_by_confirming_never_by_following_a_link(client):
+    signup(client)
+    client.post("/dashboard/members", {"email": "carol@example.com", "role": "member"})
+    path = re.search(r"/dashboard/invite/\S+", mail.outbox[0].body).group(0)
+    carol = get_user_model().objects.create_user("carol@example.com", "carol@example.com", "carols long password")
+    client.force_login(carol)
+    page = client.get(path)  # a link from anywhere: shows the invitation, changes nothing
+    assert page.status_code == 200 and b"Join" in page.content
+    assert not Membership.objects.filter(user=carol).exists()
+    assert client.post(path).status_code == 302
+    assert Membership.objects.filter(user=carol).count() == 1
+    assert client.post(path).status_code == 404  # once
+
+
+def test_a_password_reset_refuses_a_weak_password(client):
+    signup(client)
+    client.logout()
+    client.post("/accounts/password_reset/", {"email": "ada@example.com"})
+    path = re.search(r"/accounts/reset/\S+/", mail.outbox[0].body).group(0)
+    form_page = client.get(path, follow=True)
+    set_url = form_page.redirect_chain[-1][0] if form_page.redirect_chain else path
+    weak = client.post(set_url, {"new_password1": "x", "new_password2": "x"})
+    assert weak.status_code == 200  # the form again, with the validators' errors
+    assert not client.login(username="ada@example.com", password="x")

@@ -49,16 +49,23 @@ def accept_invitation(request, token: str):
     if invitation is None or not invitation.is_open:
         raise Http404("This invitation is unknown, used or expired.")
     if request.user.is_authenticated:
+        if request.user.email.lower() != invitation.email:
+            raise PermissionDenied(f"This invitation is for {invitation.email}.")
+        if request.method != "POST":  # joining changes the account: a confirmed POST, never a link
+            return render(request, "dashboard/accept.html", {"invitation": invitation, "signed_in": True})
         try:
             actions.accept_invitation(invitation, request.user)
-        except actions.NotAllowed as exc:
-            raise PermissionDenied(str(exc)) from exc
+        except actions.InvitationUsed:
+            raise Http404("This invitation is unknown, used or expired.") from None
         request.session[SESSION_ORG] = invitation.organization_id
         return redirect("dashboard:overview")
     existing = actions.has_account(invitation.email)
     form = AcceptForm(request.POST or None)
     if not existing and request.method == "POST" and form.is_valid():
-        user = actions.accept_invitation_as_new_user(invitation, form.cleaned_data["password"])
+        try:
+            user = actions.accept_invitation_as_new_user(invitation, form.cleaned_data["password"])
+        except actions.InvitationUsed:
+            raise Http404("This invitation is unknown, used or expired.") from None
         login(request, user, backend=BACKEND)
         request.session[SESSION_ORG] = invitation.organization_id
         return redirect("dashboard:overview")
