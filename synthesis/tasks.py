@@ -122,7 +122,7 @@ def synthesize_job(job_id: str) -> None:
 
 @shared_task(name="synthesis.tasks.reap_stale_jobs")
 def reap_stale_jobs() -> dict[str, int]:
-    return maintenance.reap_stale_jobs()
+    return {**maintenance.reap_stale_jobs(), "workers_forgotten": workers.forget_dead_workers()}
 
 
 class CallbackNotDelivered(Exception):

@@ -89,6 +89,19 @@ def live_workers() -> list[WorkerState]:
     return _parse(names, r.hmget(INFO, names) if names else [])
 
 
+def forget_dead_workers() -> int:
+    """Drop the registrations of processes that stopped beating (crashed, killed): their entries
+    would otherwise stay in Redis for ever. Run by beat."""
+    r = get_redis()
+    dead = r.zrangebyscore(REGISTRY, "-inf", time.time() - settings.TTS_WORKER_HEARTBEAT_TTL)
+    if dead:
+        pipe = r.pipeline()
+        pipe.zrem(REGISTRY, *dead)
+        pipe.hdel(INFO, *dead)
+        pipe.execute()
+    return len(dead)
+
+
 async def live_workers_async() -> list[WorkerState]:
     r = get_async_redis()
     names = await r.zrangebyscore(REGISTRY, time.time(), "+inf")

@@ -115,13 +115,15 @@ EMAIL_HOST_USER = envstr("EMAIL_HOST_USER")
 EMAIL_HOST_PASSWORD = envsecret("EMAIL_HOST_PASSWORD")
 EMAIL_USE_TLS = envbool("EMAIL_USE_TLS", False)
 DEFAULT_FROM_EMAIL = envstr("DEFAULT_FROM_EMAIL", "tts_saas <noreply@localhost>")
-# Behind TLS in production (TTS_HTTPS=1): secure cookies, HSTS, the proxy's scheme header.
+# Behind TLS in production (TTS_HTTPS=1): secure cookies, HSTS. The scheme a proxy reports in
+# X-Forwarded-Proto is believed only when TTS_BEHIND_PROXY says a proxy sets it (else any client could).
 if envbool("TTS_HTTPS", False):
     SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = True
     SECURE_SSL_REDIRECT = envbool("SECURE_SSL_REDIRECT", False)
     SECURE_HSTS_SECONDS = envint("SECURE_HSTS_SECONDS", 31536000)
-    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
     CSRF_TRUSTED_ORIGINS = [o for o in envstr("CSRF_TRUSTED_ORIGINS").split(",") if o]
+if envbool("TTS_BEHIND_PROXY", False):
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 SESSION_COOKIE_HTTPONLY = True
 
 LANGUAGE_CODE = "en-us"
