@@ -9,7 +9,7 @@ to its token budget, so runs compare equal work). All ratios come from this one 
   (fraction of equal tokens, and the first step that differs) and the log-mel L1 distance of the
   audio, beside the distance between two fp32 rows that only differ in seed (unrelated audio).
 
-    nice -n 10 .venv/bin/python bench/engine_batch.py [--tokens 48] [--size full]
+    nice -n 10 .venv/bin/python bench/engine_batch.py [--tokens 32] [--runs 3] [--threads N] [--size full]
 """
 
 from __future__ import annotations
@@ -108,6 +108,31 @@ def old_stream_first_chunk(engine, row) -> float:
     return elapsed
 
 
+def forced_run(engine, rows, ids: dict[str, np.ndarray]):
+    """Teacher forcing: the engine fed `ids` (another model's tokens) step by step: the tokens it
+    samples on that prefix, and the audio decoded (Decoder) from its own hidden states."""
+    import torch
+
+    from inference import generation
+    from inference.generation import RowPlan
+
+    emb, mask = engine._prompts(rows)
+    plans = [
+        RowPlan(r.key, r.params.seed, r.params.temperature, r.params.top_p, r.params.top_k, r.max_tokens, r.max_tokens)
+        for r in rows
+    ]
+    forced = {k: torch.from_numpy(v) for k, v in ids.items()}
+    sampled: dict[str, list] = {r.key: [] for r in rows}
+    hiddens: dict[str, list] = {r.key: [] for r in rows}
+    for step in generation.generate(engine._gpt_parts(), emb, mask, plans, lambda key: False, forced):
+        for i, key in enumerate(step.keys):
+            sampled[key].append(step.tokens[i].numpy())
+            hiddens[key].append(step.hiddens[i])
+    with torch.inference_mode():
+        audio = {k: engine._decode(torch.stack(h).T.unsqueeze(0).contiguous(), True)[0] for k, h in hiddens.items()}
+    return {k: np.stack(v) for k, v in sampled.items()}, audio
+
+
 def best(engine, rows, chunk_tokens: int, runs: int):
     """`run` repeated: the fastest wall time (the machine may be shared), the first run's outputs."""
     results = [run(engine, rows, chunk_tokens) for _ in range(runs)]
@@ -119,8 +144,12 @@ def main() -> None:
     parser.add_argument("--tokens", type=int, default=32, help="tokens per row (46.875 a second)")
     parser.add_argument("--runs", type=int, default=3, help="runs of each measurement; the fastest counts")
     parser.add_argument("--size", default="full", choices=["tiny", "full"])
+    parser.add_argument("--threads", type=int, default=0, help="torch threads (default: torch's choice)")
     args = parser.parse_args()
     import torch
+
+    if args.threads:
+        torch.set_num_threads(args.threads)
 
     from inference.chattts_engine import ChatTTSEngine
     from inference.engine import SynthesisRequest
@@ -153,12 +182,13 @@ def main() -> None:
 
     # Streamed vs one call (alternating, so both see the same machine), and the first chunk.
     row = rows_for(1, 3 * tokens)[0]
-    whole_walls, stream_walls = [], []
+    whole_walls, stream_walls, stream_first = [], [], []
     for _ in range(runs):
         whole_wall, whole, _, _ = run(engine, [row], row.max_tokens)
         stream_wall, streamed, _, first = run(engine, [row], 24)
         whole_walls.append(whole_wall)
         stream_walls.append(stream_wall)
+        stream_first.append(first[row.key])
     diff = float(np.abs(streamed[row.key] - whole[row.key]).max())
     print(
         f"\nstreamed (chunk 24) vs one call, {row.max_tokens} tokens: cost ×{min(stream_walls) / min(whole_walls):.3f}"
@@ -174,7 +204,7 @@ def main() -> None:
         pieces.close()
         old_first.append(old_stream_first_chunk(engine, row))
     print(
-        f"first chunk: stream() {min(new_first):.2f} s (in the streamed run {first[row.key]:.2f} s); "
+        f"first chunk: stream() {min(new_first):.2f} s (in the streamed runs {min(stream_first):.2f} s); "
         f"previous engine (ChatTTS stream) {min(old_first):.2f} s"
     )
 
@@ -182,7 +212,10 @@ def main() -> None:
     wall32, audio32, ids32, _ = fp32[4]
     _, other_seed, _, _ = run(engine, rows_for(4, tokens, seed_offset=50), tokens)
     unrelated = np.mean([log_mel_l1(audio32[k], other_seed[k]) for k in audio32])
+    forced_ids32, forced_audio32 = forced_run(engine, rows_for(4, tokens), ids32)
+    assert all(np.array_equal(forced_ids32[k], ids32[k]) for k in ids32)  # fp32 fed its own tokens
     print(f"\nprecision vs fp32, batch of 4 (fp32 vs fp32 with other seeds: log-mel L1 {unrelated:.3f})")
+    print("free: each model samples its own prefix; forced: both are fed fp32's tokens (teacher forcing)")
     del engine
     for precision in ("bf16", "int8"):
         gc.collect()
@@ -193,9 +226,12 @@ def main() -> None:
         share, first_diff = agreement(ids32, ids)
         l1 = np.mean([log_mel_l1(audio32[k], audio[k]) for k in audio32])
         where = "none" if first_diff == 10**9 else f"step {first_diff}"
+        forced_ids, forced_audio = forced_run(other, rows_for(4, tokens), ids32)
+        forced_share, _ = agreement(ids32, forced_ids)
+        forced_l1 = np.mean([log_mel_l1(forced_audio32[k], forced_audio[k]) for k in audio32])
         print(
-            f"{precision:5s} speed ×{wall32 / wall:.2f}   tokens equal {share:.1%} (first difference: {where})   "
-            f"log-mel L1 {l1:.3f}"
+            f"{precision:5s} speed ×{wall32 / wall:.2f}   free: tokens equal {share:.1%} (first difference: {where}), "
+            f"log-mel L1 {l1:.3f}   forced: tokens equal {forced_share:.1%}, log-mel L1 {forced_l1:.3f}"
         )
         del other
 

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
+GENERATION = "per-row-sampling/1"  # inference.generation's loop and windowed decoding
 PRECISIONS = ("fp32", "bf16", "int8")  # the GPT's: bfloat16, or int8 dynamic quantization (CPU only)
 
 
@@ -73,9 +74,11 @@ class ChatTTSEngine:
 
         from .checkpoint import build_config  # noqa: PLC0415  (torch/ChatTTS: worker processes only)
 
-        if precision not in PRECISIONS:
-            raise ValueError(f"precision must be one of {', '.join(PRECISIONS)}, not {precision!r}")
         dev = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
+        if precision == "auto":  # bf16 on a GPU; on a CPU fp32 (see docs/benchmarks.md for why)
+            precision = "bf16" if dev.type == "cuda" else "fp32"
+        if precision not in PRECISIONS:
+            raise ValueError(f"precision must be auto or one of {', '.join(PRECISIONS)}, not {precision!r}")
         if precision == "int8" and dev.type != "cpu":
             raise ValueError("int8 (dynamic quantization of the GPT's Linear layers) runs on CPU only")
         chat = ChatTTS.Chat(logging.getLogger("ChatTTS"))
@@ -106,7 +109,8 @@ class ChatTTSEngine:
                 )
             fingerprint = json.dumps(chat.sha256_map, sort_keys=True)
         _set_precision(chat, precision)
-        digest = hashlib.sha256(fingerprint.encode()).hexdigest()[:12]
+        # The generation loop is part of the version: another loop gives other audio for a seed.
+        digest = hashlib.sha256((fingerprint + GENERATION).encode()).hexdigest()[:12]
         # Another precision gives other audio: it is another model version (cache keys include it).
         suffix = ("" if precision == "fp32" else f"-{precision}") + ("-random" if random_weights else "")
         version = f"chattts-{digest}{suffix}"

@@ -12,13 +12,14 @@ cache, with the sampling step made per row:
 - temperature, top-p, top-k and the end-token floor (min tokens) are per row; the repetition
   penalty looks at the row's own last 16 tokens, as ChatTTS's does;
 - a row that ends (its end token, its budget, or a stop) leaves the batch and the KV cache at
-  once, so the others go on at the cost of a smaller batch.
+  once, and the others go on in a smaller batch.
 
 What stays shared is floating point: a row's logits in a batch differ from its logits alone by
 rounding (padding, matrix shapes), so a token can differ only where two candidates' p / q tie to
 within that rounding.
 
-Imports torch at module level: only `chattts_engine` imports this module, inside its functions.
+Imports torch at module level: it is reached only through `chattts_engine`'s functions (worker
+processes), never when the web process imports `inference`.
 """
 
 from __future__ import annotations
@@ -168,26 +169,45 @@ def _embed(parts: GPTParts, tokens: torch.Tensor) -> torch.Tensor:
     return torch.stack([emb(ids[:, :, q]) for q, emb in enumerate(parts.emb_code)], 3).sum(3)
 
 
+def padded(rows: list[int], cpu: bool) -> list[int]:
+    """The transformer's batch for these rows. On CPU, MKL's matrix products are slow for some row
+    counts: a step of the full-size GPT took 209 ms for 3 rows against 165 ms for 4, and 284 ms for
+    7 against 211 ms for 8 (while 2, 5 and 6 rows cost less than 4 or 8). So 3, 7, 11, … rows run
+    as one more, a copy of the last row whose results are dropped."""
+    if cpu and len(rows) % 4 == 3:
+        return [*rows, rows[-1]]
+    return rows
+
+
 def generate(
     parts: GPTParts,
     emb: torch.Tensor,
     attention_mask: torch.Tensor,
     plans: Sequence[RowPlan],
     stop: Callable[[str], bool],
+    forced: dict[str, torch.Tensor] | None = None,
 ) -> Iterator[Step]:
     """Run the rows from their prompts (`emb` (n, T, hidden), left-padded; `attention_mask` (n, T))
     until every row has ended; one `Step` per decode step. Torch runs in inference mode, but not
-    across the yields (the mode is thread state; it must not leak into the caller)."""
+    across the yields (the mode is thread state; it must not leak into the caller).
+
+    `forced` (benchmarks): a row's tokens (steps, num_vq) to feed back instead of those it samples,
+    so that two models can be compared step by step on the same prefix (teacher forcing)."""
     num_vq = len(parts.emb_code)
+    cpu = parts.device_gpt.type == "cpu"
+    # The transformer's batch holds the live rows in order, then a copy if `padded` adds one.
     with torch.inference_mode():
         state = BatchState(parts, plans, num_vq)
-        mask = attention_mask.to(parts.device_gpt).bool()
+        slots = torch.tensor(padded(list(range(len(plans))), cpu))
+        mask = attention_mask.to(parts.device_gpt).bool()[slots]
         position = mask.long().cumsum(-1) - 1
         position.masked_fill_(~mask, 1)
+        emb = emb[slots.to(emb.device)]
     hidden, cache = _forward(parts, emb, mask, position)
     position = position.narrow(1, -1, 1)
     for step in range(max((p.max_tokens for p in plans), default=0)):
         keys = [p.key for p in state.plans]
+        hidden = hidden[: len(keys)]
         tokens = sample(parts, state, hidden, step, num_vq)
         eos = tokens.eq(parts.eos).any(1).tolist()
         stopped = [stop(k) for k in keys]
@@ -198,13 +218,17 @@ def generate(
             return
         with torch.inference_mode():
             if any(ended):
-                index = torch.tensor([i for i, e in enumerate(ended) if not e], device=parts.device)
+                live = [i for i, e in enumerate(ended) if not e]
+                index = torch.tensor(live, device=parts.device)
                 state.keep(index, num_vq)
                 tokens = tokens.index_select(0, index)
-                gpt_index = index.to(parts.device_gpt)
+                gpt_index = torch.tensor(padded(live, cpu), device=parts.device_gpt)
                 cache.batch_select_indices(gpt_index)
                 mask = mask.index_select(0, gpt_index)
                 position = position.index_select(0, gpt_index)
             mask = torch.cat([mask, mask.new_ones(mask.size(0), 1)], 1)
             position = position + 1
+            if forced is not None:
+                tokens = torch.stack([forced[p.key][step] for p in state.plans]).to(tokens.device)
+            tokens = tokens[padded(list(range(len(tokens))), cpu)]
         hidden, cache = _forward(parts, _embed(parts, tokens), mask, position, cache)

@@ -5,7 +5,8 @@ CONTEXT_TOKENS of left context (`batch.StreamJoin` says which window) and joined
 sent. Rows that reach a window in the same step with the same window are decoded in one call (rows
 start together, so chunk windows line up). A row that ends is decoded, reported and dropped at once.
 
-Imports torch at module level: only `chattts_engine` imports this module, inside its functions.
+Imports torch at module level: it is reached only through `chattts_engine`'s functions (worker
+processes), never when the web process imports `inference`.
 """
 
 from __future__ import annotations
@@ -96,7 +97,8 @@ def run(
         return
     keep = [i for i, p in enumerate(plans) if p.max_tokens > 0]
     if len(keep) < len(plans):
-        emb, attention_mask = emb[keep], attention_mask[keep]
+        with torch.inference_mode():
+            emb, attention_mask = emb[keep], attention_mask[keep]
     for step in generate(parts, emb, attention_mask, live, stop):
         windows: list[tuple[_Row, bool]] = []
         stopped: list[_Row] = []

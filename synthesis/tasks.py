@@ -62,7 +62,11 @@ def load_engine() -> None:
     global _engine, _batcher, _load_error
     try:
         engine = ChatTTSEngine.load(
-            settings.TTS_MODEL_DIR, settings.TTS_DEVICE, settings.TTS_HF_CACHE_DIR, settings.TTS_BENCH_FIXED_LENGTH
+            settings.TTS_MODEL_DIR,
+            settings.TTS_DEVICE,
+            settings.TTS_HF_CACHE_DIR,
+            settings.TTS_BENCH_FIXED_LENGTH,
+            precision=settings.TTS_PRECISION,
         )
         if settings.TTS_WARMUP:
             engine.warm_up()

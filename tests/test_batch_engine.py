@@ -18,10 +18,12 @@ from collections import Counter, defaultdict
 
 import numpy as np
 import pytest
+import torch
 
 from inference.batch import CROSSFADE_SAMPLES, FADE_SAMPLES, Audio, BatchRow, Done, decoded_length
 from inference.chattts_engine import ChatTTSEngine
 from inference.engine import PAUSE_SECONDS, SynthesisParams, SynthesisRequest
+from inference.generation import RowPlan, generate
 from inference.text import SAMPLE_RATE
 
 CHECKPOINT = os.environ.get("TTS_TEST_CHECKPOINT", "")
@@ -167,11 +169,12 @@ def find_zero_token_seed(engine) -> int:
 def test_a_row_that_ends_at_its_first_step_is_done_with_no_audio(engine):
     seed = find_zero_token_seed(engine)
     params = SynthesisParams(voice_seed=1, seed=seed, temperature=1.0, top_p=1.0, top_k=626)
-    rows = [BatchRow("zero", "end at once.", params, 40), *ROWS]
+    rows = [BatchRow("zero", "end at once.", params, 40), BatchRow("no budget", "nothing.", P1, 0), *ROWS]
     sink = Recorder()
     engine.generate_batch(rows, sink)
     assert sink.tokens["zero"] == 0 and not sink.chunks["zero"]
-    assert sink.events[0] == ("done", "zero")
+    assert sink.tokens["no budget"] == 0 and not sink.chunks["no budget"]
+    assert set(sink.events[:2]) == {("done", "zero"), ("done", "no budget")}
     alone, _ = run(engine, ROWS)
     for row in ROWS:
         np.testing.assert_allclose(sink.audio_of(row.key), alone[row.key], rtol=0, atol=AUDIO_ATOL)
@@ -249,3 +252,21 @@ def test_precisions_load_run_and_name_their_model_version():
         assert all(np.isfinite(a).all() and np.abs(a).max() > 1e-3 for a in audio.values())
     with pytest.raises(ValueError, match="precision"):
         ChatTTSEngine.load(CHECKPOINT, device="cpu", precision="fp8")
+
+
+def test_teacher_forcing_with_a_rows_own_tokens_gives_them_back(engine):
+    """The benchmark's precision comparison feeds one model's tokens to another (generate(forced=))."""
+    _, ids = run(engine, ROWS[:2])
+    emb, mask = engine._prompts(ROWS[:2])
+    plans = [
+        RowPlan(r.key, r.params.seed, r.params.temperature, r.params.top_p, r.params.top_k, r.max_tokens)
+        for r in ROWS[:2]
+    ]
+    forced = {k: torch.from_numpy(v) for k, v in ids.items()}
+    sampled: dict[str, list[np.ndarray]] = defaultdict(list)
+    for step in generate(engine._gpt_parts(), emb, mask, plans, lambda key: False, forced):
+        for i, key in enumerate(step.keys):
+            if step.kept[i]:
+                sampled[key].append(step.tokens[i].numpy())
+    for key, tokens in ids.items():
+        np.testing.assert_array_equal(np.stack(sampled[key]), tokens)

@@ -188,6 +188,7 @@ CELERY_BEAT_SCHEDULE = {
 TTS_MODEL_DIR = envstr("TTS_MODEL_DIR")  # empty: ChatTTS's own Hugging Face download
 TTS_HF_CACHE_DIR = envstr("TTS_HF_CACHE_DIR")  # where that download is kept (HF default if empty)
 TTS_DEVICE = envstr("TTS_DEVICE")  # empty: cuda when present, else cpu
+TTS_PRECISION = envstr("TTS_PRECISION", "auto")  # the GPT's: auto (bf16 on GPU, fp32 on CPU), fp32, bf16, int8 (CPU)
 TTS_MODEL_NAME = envstr("TTS_MODEL_NAME", "chattts")
 TTS_MODEL_ALIASES = [a for a in envstr("TTS_MODEL_ALIASES", "tts-1,tts-1-hd,gpt-4o-mini-tts").split(",") if a]
 TTS_MAX_INPUT_CHARS = envint("TTS_MAX_INPUT_CHARS", 4096)
@@ -202,7 +203,7 @@ TTS_MAX_QUEUE_WAIT = envfloat("TTS_MAX_QUEUE_WAIT", 120.0)
 # Rows (segments of jobs) one synthesis worker process generates together: size it to the GPU's memory.
 TTS_MAX_BATCH = envint("TTS_MAX_BATCH", 4)
 TTS_WORKER_METRICS_PORT = envint("TTS_WORKER_METRICS_PORT", 0)  # each synthesis worker's /metrics; 0: off
-TTS_BATCH_GATHER_SECONDS = envfloat("TTS_BATCH_GATHER_SECONDS", 0.02)  # wait for companions once a job is in
+TTS_BATCH_GATHER_SECONDS = envfloat("TTS_BATCH_GATHER_SECONDS", 0.1)  # wait for companions once a job is in
 TTS_WORKER_HEARTBEAT_TTL = envint("TTS_WORKER_HEARTBEAT_TTL", 30)
 TTS_STREAM_TTL = envint("TTS_STREAM_TTL", 3600)  # seconds a job's chunk stream is kept
 TTS_CACHE_TTL = envint("TTS_CACHE_TTL", 7 * 24 * 3600)

@@ -7,7 +7,7 @@ import torch
 from ChatTTS.model.processors import CustomRepetitionPenaltyLogitsProcessorRepeat
 from transformers.generation import TopKLogitsWarper, TopPLogitsWarper
 
-from inference.generation import MIN_TOKENS_TO_KEEP, REPETITION_PENALTY, penalise, sample_noise, warp
+from inference.generation import MIN_TOKENS_TO_KEEP, REPETITION_PENALTY, padded, penalise, sample_noise, warp
 
 VOCAB, NUM_VQ = 626, 4
 SETTINGS = [(0.7, 20), (0.9, 10), (0.5, 40), (1.0, 626), (0.3, 1)]
@@ -44,3 +44,10 @@ def test_fixed_noise_is_what_chattts_reseeded_multinomial_draws():
         probs = torch.softmax(torch.randn(NUM_VQ, VOCAB) * 2, -1)
         expected = torch.multinomial(probs, 1, generator=generator.manual_seed(1234)).squeeze(1)
         assert torch.equal(torch.argmax(probs / noise, -1), expected)
+
+
+def test_three_rows_run_as_four_on_cpu_only():
+    assert padded([0, 1, 2], cpu=True) == [0, 1, 2, 2]
+    assert padded([4, 5, 6, 7, 8, 9, 10], cpu=True) == [4, 5, 6, 7, 8, 9, 10, 10]
+    assert padded([0, 1], cpu=True) == [0, 1] and padded([0, 1, 2, 3], cpu=True) == [0, 1, 2, 3]
+    assert padded([0, 1, 2], cpu=False) == [0, 1, 2]
