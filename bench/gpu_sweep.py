@@ -1,0 +1,87 @@
+"""Batch sweep on a GPU (or any device): real-time factor and time to first audio of
+`generate_batch` at batch sizes 1…64, fp32 and bf16, on the full-size random checkpoint with
+fixed-length rows (every row runs to its budget: equal work per row; random weights make noise).
+Needs no Django. Stops a precision's sweep early if the time budget runs out. Run by bench/gpu.sh.
+
+    python3 bench/gpu_sweep.py [--device cuda] [--batches 1 2 4 8 16 32 64] [--budget 390]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from inference.batch import BatchRow  # noqa: E402
+from inference.chattts_engine import ChatTTSEngine  # noqa: E402
+from inference.checkpoint import make_checkpoint  # noqa: E402
+from inference.device import device_stats  # noqa: E402
+from inference.engine import SynthesisParams  # noqa: E402
+from inference.text import SAMPLE_RATE, prepare, token_budget  # noqa: E402
+
+TEXT = "Hello there, my old friend."  # 215 tokens at fixed length: 4.6 s of audio
+
+
+class Clock:
+    def __init__(self):
+        self.started = time.perf_counter()
+        self.first: float | None = None
+        self.samples = 0
+
+    def audio(self, key, samples):
+        if self.first is None:
+            self.first = time.perf_counter() - self.started
+        self.samples += len(samples)
+
+    def done(self, key, tokens):
+        pass
+
+    def stop_requested(self, key):
+        return False
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--device", default="cuda")
+    parser.add_argument("--batches", type=int, nargs="+", default=[1, 2, 4, 8, 16, 32, 64])
+    parser.add_argument("--precisions", nargs="+", default=["fp32", "bf16"])
+    parser.add_argument("--budget", type=float, default=390, help="seconds for the whole sweep")
+    parser.add_argument("--checkpoint", default="/tmp/tts-full-checkpoint")
+    args = parser.parse_args()
+    began = time.monotonic()
+    if not (Path(args.checkpoint) / "checkpoint.json").exists():
+        make_checkpoint("full", args.checkpoint)
+    (segment,) = prepare(TEXT).segments
+    budget = token_budget(segment)
+    print(f"device {args.device}; {budget} tokens per row ({budget * 512 / SAMPLE_RATE:.2f} s of audio)", flush=True)
+    per_precision = args.budget / len(args.precisions)
+    for precision in args.precisions:
+        started = time.monotonic()
+        engine = ChatTTSEngine.load(args.checkpoint, device=args.device, fixed_length=True, precision=precision)
+        engine.warm_up()
+        for n in args.batches:
+            rows = [
+                BatchRow(str(i), segment, SynthesisParams(voice_seed=1 + i % 8, seed=100 + i), budget) for i in range(n)
+            ]
+            clock = Clock()
+            engine.generate_batch(rows, clock)
+            wall = time.perf_counter() - clock.started
+            audio = clock.samples / SAMPLE_RATE
+            memory = device_stats(engine.device).get("memory_bytes", 0)
+            print(
+                f"{precision} batch {n:>2}: {audio / wall:6.2f}x real time (aggregate), {wall:6.2f} s, "
+                f"first audio {clock.first or 0:.2f} s, device memory {float(memory) / 2**30:.1f} GiB",
+                flush=True,
+            )
+            if time.monotonic() - started > per_precision or time.monotonic() - began > args.budget:
+                print(f"{precision}: time budget spent, sweep stopped", flush=True)
+                break
+        del engine
+
+
+if __name__ == "__main__":
+    main()
