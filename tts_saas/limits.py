@@ -11,11 +11,11 @@ more than MAX_HEADER_BYTES of them is refused with 431 Request Header Fields Too
 
 from __future__ import annotations
 
-from asgiref.sync import iscoroutinefunction, markcoroutinefunction
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
 
 from .errors import error_response
+from .middleware import RequestCheckMiddleware
 
 MAX_HEADERS = 100
 MAX_HEADER_BYTES = 16 * 1024  # as the server's --h11-max-incomplete-event-size
@@ -48,31 +48,12 @@ def refused(message: str):
     return error_response(431, message, "request_header_fields_too_large")
 
 
-class HeaderLimitsMiddleware:
-    """Refuses a request with too many or too large header fields (431); sync and async capable."""
+class HeaderLimitsMiddleware(RequestCheckMiddleware):
+    """Refuses a request with too many or too large header fields (431)."""
 
-    sync_capable = True
-    async_capable = True
-
-    def __init__(self, get_response):
-        self.get_response = get_response
-        self._async = iscoroutinefunction(get_response)
-        if self._async:
-            markcoroutinefunction(self)
-
-    def __call__(self, request):
-        if self._async:
-            return self.__acall__(request)
+    def refuse(self, request):
         problem = header_problem(request)
-        if problem:
-            return refused(problem)
-        return self.get_response(request)
-
-    async def __acall__(self, request):
-        problem = header_problem(request)
-        if problem:
-            return refused(problem)
-        return await self.get_response(request)
+        return refused(problem) if problem else None
 
 
 def body_problem(request) -> str | None:
@@ -93,28 +74,9 @@ def body_problem(request) -> str | None:
     return None
 
 
-class BodyLimitsMiddleware:
-    """Refuses an oversized body with 413 before any view or parser sees it; sync and async capable."""
+class BodyLimitsMiddleware(RequestCheckMiddleware):
+    """Refuses an oversized body with 413 before any view or parser sees it."""
 
-    sync_capable = True
-    async_capable = True
-
-    def __init__(self, get_response):
-        self.get_response = get_response
-        self._async = iscoroutinefunction(get_response)
-        if self._async:
-            markcoroutinefunction(self)
-
-    def __call__(self, request):
-        if self._async:
-            return self.__acall__(request)
+    def refuse(self, request):
         problem = body_problem(request)
-        if problem:
-            return error_response(413, problem, "request_too_large")
-        return self.get_response(request)
-
-    async def __acall__(self, request):
-        problem = body_problem(request)
-        if problem:
-            return error_response(413, problem, "request_too_large")
-        return await self.get_response(request)
+        return error_response(413, problem, "request_too_large") if problem else None
