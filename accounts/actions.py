@@ -98,6 +98,16 @@ def accept_invitation_as_new_user(invitation: Invitation, password: str) -> User
     return user
 
 
+def revoke_invitation(acting: Membership, invitation_id: int) -> Invitation:
+    """An owner or admin withdraws a pending invitation of their organization (its link stops
+    working); raises Invitation.DoesNotExist for another organization's or an accepted one."""
+    if not acting.is_admin:
+        raise NotAllowed("Only owners and admins revoke invitations.")
+    invitation = Invitation.objects.get(organization=acting.organization, pk=invitation_id, accepted_at__isnull=True)
+    invitation.delete()
+    return invitation
+
+
 def remove_member(acting: Membership, membership_id: int) -> Membership | None:
     """An owner removes a member of their organization; the last owner stays. Returns the removed
     membership, None if it was the last owner; raises Membership.DoesNotExist for another

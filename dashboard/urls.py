@@ -15,6 +15,7 @@ urlpatterns = [
     re_path(r"^keys/(?P<prefix>[A-Za-z0-9]{12})/revoke$", keys.revoke_key, name="revoke-key"),  # else 404
     path("members", team.members, name="members"),
     path("members/<int:membership_id>/remove", team.remove_member, name="remove-member"),
+    path("invitations/<int:invitation_id>/revoke", team.revoke_invitation, name="revoke-invitation"),
     path("voices", playground.voices, name="voices"),
     path("playground", playground.playground, name="playground"),
     path("playground/ticket", playground.playground_ticket, name="playground-ticket"),

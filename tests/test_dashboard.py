@@ -10,7 +10,7 @@ from django.contrib.auth import get_user_model
 from django.core import mail
 
 from accounts.auth import authenticate_key
-from accounts.models import ApiKey, Membership, Organization
+from accounts.models import ApiKey, Invitation, Membership, Organization
 from billing import quota
 from billing.models import UsageEvent
 from tts_saas.errors import ApiError
@@ -231,3 +231,20 @@ def test_a_password_reset_refuses_a_weak_password(client):
     weak = client.post(set_url, {"new_password1": "x", "new_password2": "x"})
     assert weak.status_code == 200  # the form again, with the validators' errors
     assert not client.login(username="ada@example.com", password="x")
+
+
+def test_an_admin_withdraws_a_pending_invitation_and_its_link_stops_working(client):
+    signup(client)
+    client.post("/dashboard/members", {"email": "dave@example.com", "role": "member"})
+    invitation = Invitation.objects.get(email="dave@example.com")
+    path = re.search(r"/dashboard/invite/\S+", mail.outbox[0].body).group(0)
+    assert client.post(f"/dashboard/invitations/{invitation.pk}/revoke").status_code == 302
+    assert not Invitation.objects.filter(pk=invitation.pk).exists()
+    client.logout()
+    assert client.get(path).status_code == 404
+    other = Organization.objects.create(name="Elsewhere", slug="elsewhere")
+    foreign = Invitation.objects.create(organization=other, email="x@example.com")
+    ada = get_user_model().objects.get(email="ada@example.com")
+    client.force_login(ada)
+    assert client.post(f"/dashboard/invitations/{foreign.pk}/revoke").status_code == 404  # not theirs
+    assert Invitation.objects.filter(pk=foreign.pk).exists()

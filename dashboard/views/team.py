@@ -43,6 +43,19 @@ def members(request):
 
 @require_POST
 @member_required
+def revoke_invitation(request, invitation_id: int):
+    try:
+        revoked = actions.revoke_invitation(request.membership, invitation_id)
+    except actions.NotAllowed as exc:
+        raise PermissionDenied(str(exc)) from exc
+    except Invitation.DoesNotExist:
+        raise Http404 from None
+    messages.info(request, f"The invitation to {revoked.email} was withdrawn.")
+    return redirect("dashboard:members")
+
+
+@require_POST
+@member_required
 def remove_member(request, membership_id: int):
     try:
         removed = actions.remove_member(request.membership, membership_id)
