@@ -10,8 +10,9 @@ from django.core.exceptions import PermissionDenied
 from django.shortcuts import redirect, render
 from django.utils import timezone
 
-from accounts.auth import principal_for_member
+from accounts.auth import check_active, principal_for_member
 from accounts.models import Membership
+from tts_saas.errors import ApiError
 
 SESSION_ORG = "organization_id"
 
@@ -35,8 +36,17 @@ def member_required(view):
 
 
 def require_admin(request, what: str) -> None:
+    require_active(request)
     if not request.principal.is_admin:
         raise PermissionDenied(f"Only owners and admins {what}.")
+
+
+def require_active(request) -> None:
+    """A suspended organization's pages can be read; nothing in it can be changed or used."""
+    try:
+        check_active(request.principal.organization)
+    except ApiError as exc:
+        raise PermissionDenied(exc.message) from exc
 
 
 def page(request, template: str, nav: str, **context):

@@ -8,6 +8,7 @@ import re
 import pytest
 from django.contrib.auth import get_user_model
 from django.core import mail
+from django.utils import timezone
 
 from accounts.auth import authenticate_key
 from accounts.models import ApiKey, Invitation, Membership, Organization
@@ -248,3 +249,13 @@ def test_an_admin_withdraws_a_pending_invitation_and_its_link_stops_working(clie
     client.force_login(ada)
     assert client.post(f"/dashboard/invitations/{foreign.pk}/revoke").status_code == 404  # not theirs
     assert Invitation.objects.filter(pk=foreign.pk).exists()
+
+
+def test_a_suspended_organization_can_read_its_pages_but_change_nothing(client):
+    signup(client)
+    Organization.objects.update(suspended_at=timezone.now(), suspension_reason="unpaid")
+    assert client.get("/dashboard/keys").status_code == 200
+    assert client.post("/dashboard/keys", {"name": "new", "kind": "standard"}).status_code == 403
+    assert client.post("/dashboard/members", {"email": "e@example.com", "role": "member"}).status_code == 403
+    assert client.post("/dashboard/playground/ticket").status_code == 403
+    assert not ApiKey.objects.exists()

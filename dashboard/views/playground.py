@@ -9,7 +9,7 @@ from accounts.auth import issue_ticket
 from billing.limits import limits_for
 from inference.voices import VOICES
 
-from ..access import member_required, page
+from ..access import member_required, page, require_active
 
 
 @member_required
@@ -30,5 +30,6 @@ def playground(request):
 @member_required
 def playground_ticket(request):
     """A single-use WebSocket ticket for the signed-in member (CSRF-protected POST)."""
+    require_active(request)
     ticket = issue_ticket(request.principal)
     return JsonResponse({"ticket": ticket, "url": f"/v1/audio/stream?ticket={ticket}"})
