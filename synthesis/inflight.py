@@ -16,6 +16,7 @@ from . import streams
 from .cache import segments_text
 
 PENDING = "pending"  # the leader is submitting its job
+PENDING_SECONDS = 30  # a leader that has not submitted by then (crashed) is replaced
 
 
 def identity(org_id: int, model: str, segments, params: dict) -> str:
@@ -28,18 +29,21 @@ def followers_key(job_id) -> str:
     return f"tts:inflight:followers:{job_id}"
 
 
-async def lead_or_follow(key: str, ttl: float) -> str | None:
+async def lead_or_follow(key: str) -> str | None:
     """None: this request leads (it must `start` its job or `give_up`); else the id of the job
     an identical request is generating."""
     r = get_async_redis()
-    for _ in range(50):
-        if await r.set(key, PENDING, nx=True, ex=int(ttl)):
+    pause = 0.02
+    while True:
+        if await r.set(key, PENDING, nx=True, ex=PENDING_SECONDS):
             return None
         value = await r.get(key)
         if value is not None and value != PENDING.encode():
             return value.decode()
-        await asyncio.sleep(0.05)  # the leader is submitting its job: a moment
-    return None  # the leader never finished submitting: lead anew
+        # The leader is submitting its job (under load this can take seconds); if it crashed, its
+        # placeholder expires and the next loop leads.
+        await asyncio.sleep(pause)
+        pause = min(0.2, pause * 2)
 
 
 async def started(key: str, job_id, ttl: float) -> None:

@@ -133,7 +133,7 @@ async def speak(
         return JobAudioFeed(job.id, seed=job.params["seed"], characters=speech.characters, deadline=how.queue_deadline)
     identity = inflight.identity(principal.organization.pk, data["model"], speech.text.segments, asdict(speech.params))
     ttl = how.queue_deadline + settings.CELERY_TASK_TIME_LIMIT
-    leader = await inflight.lead_or_follow(identity, ttl)
+    leader = await inflight.lead_or_follow(identity)
     if leader is not None:
         return await share(principal, limits, speech, request_id, leader, started)
     try:
