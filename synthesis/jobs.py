@@ -200,7 +200,10 @@ def fail_job(job: Job, status: int, code: str, message: str, *, final: str = Job
 
 def expire_if_queued(job_id) -> bool:
     """Give up on a job no worker has taken (refunding it); False if a worker took it meanwhile."""
-    job = Job.objects.get(pk=job_id)
+    return expire_job(Job.objects.get(pk=job_id))
+
+
+def expire_job(job: Job) -> bool:
     return fail_job(
         job,
         503,

@@ -7,7 +7,7 @@ from datetime import datetime, timedelta
 from django.conf import settings
 from django.utils import timezone
 
-from .jobs import fail_job, queue_deadline
+from .jobs import expire_job, fail_job, queue_deadline
 from .models import Job
 
 
@@ -21,14 +21,7 @@ def reap_stale_jobs(now: datetime | None = None) -> dict[str, int]:
         if fail_job(job, 503, "worker_lost", "The worker stopped mid-job."):
             counts["lost"] += 1
     for job in Job.objects.filter(status=Job.Status.QUEUED):
-        if job.created_at < now - timedelta(seconds=queue_deadline(job.interactive) + 60) and fail_job(
-            job,
-            503,
-            "worker_unavailable",
-            "No worker took the job.",
-            final=Job.Status.EXPIRED,
-            from_status=Job.Status.QUEUED,
-        ):
+        if job.created_at < now - timedelta(seconds=queue_deadline(job.interactive) + 60) and expire_job(job):
             counts["expired"] += 1
     return counts
 

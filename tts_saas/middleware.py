@@ -8,7 +8,9 @@ import time
 from asgiref.sync import iscoroutinefunction, markcoroutinefunction
 
 
-class ResponseMiddleware:
+class SyncAndAsyncMiddleware:
+    """Runs in whichever mode the chain below it has: `self._async` says which."""
+
     sync_capable = True
     async_capable = True
 
@@ -16,8 +18,10 @@ class ResponseMiddleware:
         self.get_response = get_response
         self._async = iscoroutinefunction(get_response)
         if self._async:
-            markcoroutinefunction(self)
+            markcoroutinefunction(self)  # type: ignore[type-var]  # marks the instance, as Django documents
 
+
+class ResponseMiddleware(SyncAndAsyncMiddleware):
     def __call__(self, request):
         if self._async:
             return self.__acall__(request)
@@ -32,17 +36,8 @@ class ResponseMiddleware:
         raise NotImplementedError
 
 
-class RequestCheckMiddleware:
+class RequestCheckMiddleware(SyncAndAsyncMiddleware):
     """Answers `refuse(request)` instead of the view when it returns a response."""
-
-    sync_capable = True
-    async_capable = True
-
-    def __init__(self, get_response):
-        self.get_response = get_response
-        self._async = iscoroutinefunction(get_response)
-        if self._async:
-            markcoroutinefunction(self)
 
     def __call__(self, request):
         if self._async:

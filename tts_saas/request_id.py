@@ -9,8 +9,9 @@ import logging
 import re
 import uuid
 
-from asgiref.sync import iscoroutinefunction, markcoroutinefunction
 from pythonjsonlogger.json import JsonFormatter
+
+from .middleware import SyncAndAsyncMiddleware
 
 request_id_var: contextvars.ContextVar[str] = contextvars.ContextVar("request_id", default="-")
 _VALID = re.compile(r"^[A-Za-z0-9._\-]{1,128}$")
@@ -22,16 +23,8 @@ def new_request_id(incoming: str | None = None) -> str:
     return f"req_{uuid.uuid4().hex}"
 
 
-class RequestIdMiddleware:
+class RequestIdMiddleware(SyncAndAsyncMiddleware):
     """Takes a well-formed incoming `X-Request-ID` or makes one; sync and async capable."""
-
-    sync_capable = True
-    async_capable = True
-
-    def __init__(self, get_response):
-        self.get_response = get_response
-        if iscoroutinefunction(get_response):
-            markcoroutinefunction(self)
 
     def _begin(self, request):
         rid = new_request_id(request.headers.get("X-Request-ID"))
@@ -39,7 +32,7 @@ class RequestIdMiddleware:
         return request_id_var.set(rid)
 
     def __call__(self, request):
-        if iscoroutinefunction(self):
+        if self._async:
             return self.__acall__(request)
         token = self._begin(request)
         try:
