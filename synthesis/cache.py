@@ -84,12 +84,14 @@ def put(key: str, pcm16: bytes) -> bool:
     return True
 
 
-async def aget_first(keys: list[str]) -> bytes | None:
-    """The first of `keys` that is cached (one round trip), counting one hit or one miss."""
+async def aget_first(keys: list[str], count: bool = True) -> bytes | None:
+    """The first of `keys` that is cached (one round trip), counting one hit or one miss unless
+    `count` is off (a second look for the same request)."""
     r = get_async_redis()
     values = await r.mget(keys) if keys else []
     value = next((v for v in values if v is not None), None)
-    await r.hincrby(STATS, "hits" if value is not None else "misses", 1)
+    if count:
+        await r.hincrby(STATS, "hits" if value is not None else "misses", 1)
     return value
 
 

@@ -47,11 +47,12 @@ def record_cache_hit(
         raise exc.error() from exc
 
 
-async def lookup_cache(org_id: int, speech: PreparedSpeech) -> bytes | None:
+async def lookup_cache(org_id: int, speech: PreparedSpeech, count: bool = True) -> bytes | None:
     if not speech.cacheable:
         return None
     versions = await workers.recent_model_versions()
-    return await cache.aget_first([cache.cache_key(org_id, v, speech.cache_text, speech.params) for v in versions])
+    keys = [cache.cache_key(org_id, v, speech.cache_text, speech.params) for v in versions]
+    return await cache.aget_first(keys, count=count)
 
 
 def no_worker_error(states: list[workers.WorkerState]) -> ApiError:
@@ -121,12 +122,18 @@ async def speak(
     started = time.monotonic()
     enforce_plan_limits(limits, data)
     speech = await in_thread(prepare_speech)(data)
-    if not idempotency_key:
-        pcm = await lookup_cache(principal.organization.pk, speech)
-        if pcm is not None:  # no synthesis: no concurrency slot, charged and logged in one transaction
-            seconds = len(pcm) / 2 / SAMPLE_RATE
-            await in_thread(record_cache_hit)(principal, limits, speech, request_id, started, seconds)
-            return CachedSpeech(pcm, speech.params.seed)
+
+    async def from_cache(count: bool = True) -> CachedSpeech | None:
+        pcm = await lookup_cache(principal.organization.pk, speech, count=count)
+        if pcm is None:
+            return None
+        # No synthesis: no concurrency slot, charged and logged in one transaction.
+        seconds = len(pcm) / 2 / SAMPLE_RATE
+        await in_thread(record_cache_hit)(principal, limits, speech, request_id, started, seconds)
+        return CachedSpeech(pcm, speech.params.seed)
+
+    if not idempotency_key and (cached := await from_cache()) is not None:
+        return cached
     how = Submission(idempotency_key=idempotency_key, request_hash=request_digest(data) if idempotency_key else "")
     if not speech.cacheable or idempotency_key:
         job = await admit_job(principal, limits, speech, request_id, how)
@@ -137,6 +144,11 @@ async def speak(
     if leader is not None:
         return await share(principal, limits, speech, request_id, leader, started)
     try:
+        # An identical job may have finished between the first look and the lead: it cached its
+        # audio before it stopped leading, so a second look finds it.
+        if (cached := await from_cache(count=False)) is not None:
+            await inflight.give_up(identity)
+            return cached
         job = await admit_job(principal, limits, speech, request_id, how)
     except BaseException:
         await inflight.give_up(identity)
