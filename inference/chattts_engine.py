@@ -68,6 +68,7 @@ class ChatTTSEngine:
         hf_cache_dir: str = "",
         fixed_length: bool = False,
         precision: str = "fp32",
+        threads: int | None = None,
     ) -> ChatTTSEngine:
         import ChatTTS  # noqa: PLC0415  (torch/ChatTTS: worker processes only)
         import torch  # noqa: PLC0415  (torch/ChatTTS: worker processes only)
@@ -75,6 +76,14 @@ class ChatTTSEngine:
         from .checkpoint import build_config  # noqa: PLC0415  (torch/ChatTTS: worker processes only)
 
         dev = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
+        # Intra-op threads. None keeps torch's default (one per core). 0 is the worker's "auto": on
+        # a CPU one core fewer, since the web process, Redis and the worker's own threads share the
+        # machine, and a torch step whose thread loses its core stalls at every barrier (measured:
+        # docs/benchmarks.md, "Concurrent clients"); on a GPU torch's default.
+        if threads == 0 and dev.type == "cpu":
+            threads = max(1, torch.get_num_threads() - 1)
+        if threads:
+            torch.set_num_threads(threads)
         if precision == "auto":  # bf16 on a GPU; on a CPU fp32 (see docs/benchmarks.md for why)
             precision = "bf16" if dev.type == "cuda" else "fp32"
         if precision not in PRECISIONS:
