@@ -89,6 +89,19 @@ class JobAudioFeed:
             elif event.type == "end":
                 self.end = {k: v.decode() for k, v in event.fields.items()}
                 return
+            elif event.type == "restart":
+                # The worker was lost and the job queued again. Audio already passed on cannot be
+                # taken back: that reader stops here (a retry with the request's Idempotency-Key
+                # reads the new run from its start). One that had none waits for the new run.
+                if self.samples:
+                    raise ApiError(
+                        503,
+                        "The synthesis worker stopped mid-stream; the audio cannot continue on this "
+                        "connection. Retry (with the same Idempotency-Key to get this job's audio).",
+                        "worker_lost",
+                        headers={"Retry-After": "1"},
+                    )
+                began, began_at, run_deadline, starting, checked_expiry = now, time.time(), None, False, False
             elif event.type == "error":
                 raise ApiError(int(event.text("status", "500")), event.text("message"), event.text("code"))
 

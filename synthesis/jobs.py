@@ -10,6 +10,7 @@ from dataclasses import asdict, dataclass
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
+from django.db.models import F
 from django.utils import timezone
 
 from accounts.auth import Principal
@@ -140,7 +141,10 @@ def settle_job(
     if billed is None:
         billed = job.characters if status == Job.Status.SUCCEEDED else 0
     with transaction.atomic():
-        moved = Job.objects.filter(pk=job.pk, status=from_status).update(
+        rows = Job.objects.filter(pk=job.pk, status=from_status)
+        if from_status == Job.Status.RUNNING:
+            rows = rows.filter(attempts=job.attempts)  # a run the job was taken from settles nothing
+        moved = rows.update(
             status=status,
             finished_at=now,
             audio_seconds=audio_seconds,
@@ -176,11 +180,11 @@ def settle_job(
     return bool(moved)
 
 
-def claim_job(job_id: str) -> Job | None:
-    """A worker takes the job: now running; None if it is not queued any more (cancelled,
-    expired, or taken by another worker)."""
+def claim_job(job_id: str, worker: str = "") -> Job | None:
+    """A worker takes the job: now running on `worker`; None if it is not queued any more
+    (cancelled, expired, or taken by another worker)."""
     claimed = Job.objects.filter(pk=job_id, status=Job.Status.QUEUED).update(
-        status=Job.Status.RUNNING, started_at=timezone.now()
+        status=Job.Status.RUNNING, started_at=timezone.now(), worker=worker, attempts=F("attempts") + 1
     )
     if not claimed:
         return None
@@ -188,6 +192,32 @@ def claim_job(job_id: str) -> Job | None:
     capacity.note_not_waiting(job.id)
     capacity.note_progress()
     return job
+
+
+def requeue_lost_job(job: Job) -> bool:
+    """The job's worker died while running it: queue it again, at the front, for a live worker.
+    Its event stream starts over with a `restart` event (a reader that already passed audio on
+    cannot continue; one that had none goes on waiting). False if the job moved meanwhile."""
+    moved = Job.objects.filter(pk=job.pk, status=Job.Status.RUNNING, attempts=job.attempts).update(
+        status=Job.Status.QUEUED,
+        worker="",
+        progress=0.0,
+        started_at=timezone.now(),  # queued again now
+    )
+    if not moved:
+        return False
+    streams.restart(job.id, job.attempts)
+    capacity.note_waiting(job.id)
+    try:
+        queue.enqueue_synthesis(job.id, priority=0, expires=queue_deadline(job.interactive), request_id=job.request_id)
+    except Exception:
+        logger.exception("could not enqueue a lost job again", extra={"job_id": str(job.id)})
+        settle_job(job, Job.Status.FAILED, error_code="queue_unavailable", from_status=Job.Status.QUEUED)
+        streams.publish_error(job.id, 503, "worker_lost", LOST_MESSAGE)
+    return True
+
+
+LOST_MESSAGE = "The synthesis worker stopped while generating this request. It was not billed; try again."
 
 
 def fail_job(job: Job, status: int, code: str, message: str, *, final: str = Job.Status.FAILED, **settle) -> bool:

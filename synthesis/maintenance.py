@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import logging
 from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.utils import timezone
 
-from .jobs import expire_job, fail_job, queue_deadline
+from . import streams, workers
+from .jobs import LOST_MESSAGE, expire_job, fail_job, queue_deadline, requeue_lost_job
 from .models import Job
+
+logger = logging.getLogger(__name__)
 
 
 def reap_stale_jobs(now: datetime | None = None) -> dict[str, int]:
@@ -21,8 +25,33 @@ def reap_stale_jobs(now: datetime | None = None) -> dict[str, int]:
         if fail_job(job, 503, "worker_lost", "The worker stopped mid-job."):
             counts["lost"] += 1
     for job in Job.objects.filter(status=Job.Status.QUEUED):
-        if job.created_at < now - timedelta(seconds=queue_deadline(job.interactive) + 60) and expire_job(job):
+        queued_at = job.started_at or job.created_at  # a lost worker's job was queued again when it started
+        if queued_at < now - timedelta(seconds=queue_deadline(job.interactive) + 60) and expire_job(job):
             counts["expired"] += 1
+    return counts
+
+
+def rescue_lost_jobs() -> dict[str, int]:
+    """Jobs running on a worker that stopped beating (killed, crashed, its host gone): each is
+    queued again for a live worker, once; a job that was lost with TTS_JOB_MAX_ATTEMPTS workers
+    fails and is refunded (it may be what takes them down). An interactive job whose client
+    already had audio and that no retry can find again (no Idempotency-Key) fails at once:
+    nobody could hear its new run. Run by beat every few seconds."""
+    counts = {"requeued": 0, "failed": 0}
+    running = list(Job.objects.filter(status=Job.Status.RUNNING).exclude(worker=""))
+    if not running:
+        return counts
+    live = {w.name for w in workers.live_workers()}
+    for job in running:
+        if job.worker in live:
+            continue
+        unheard = job.interactive and not job.idempotency_key and streams.has_audio(job.id)
+        if job.attempts >= settings.TTS_JOB_MAX_ATTEMPTS or unheard:
+            if fail_job(job, 503, "worker_lost", LOST_MESSAGE):
+                counts["failed"] += 1
+        elif requeue_lost_job(job):
+            counts["requeued"] += 1
+        logger.warning("job's worker lost", extra={"job_id": str(job.id), "worker": job.worker, **counts})
     return counts
 
 

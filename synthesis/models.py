@@ -45,6 +45,8 @@ class Job(models.Model):
     characters = models.PositiveIntegerField(default=0)  # billed characters, reserved at submission
     quota_period = models.DateField(null=True, blank=True)  # the month the reservation was taken in
     lease = models.CharField(max_length=128, blank=True)  # the concurrency slot it holds
+    worker = models.CharField(max_length=255, blank=True)  # the worker process running it (workers.worker_name)
+    attempts = models.PositiveSmallIntegerField(default=0)  # times a worker took it (a lost worker's job is retried)
     audio_seconds = models.FloatField(default=0.0)
     error_code = models.CharField(max_length=64, blank=True)
     error_message = models.TextField(blank=True)

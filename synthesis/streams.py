@@ -2,7 +2,8 @@
 
 A stream (not channels' group_send, which drops messages to a full channel silently) is ordered,
 replayable and kept for TTS_STREAM_TTL, so a reader that attaches late or reconnects reads from
-any offset and loses nothing. Events: `start`, `audio` (16-bit PCM), `end`, `error`.
+any offset and loses nothing. Events: `start`, `audio` (16-bit PCM), `end`, `error`, and
+`restart` (the stream begins again: its worker was lost and the job was queued anew).
 """
 
 from __future__ import annotations
@@ -37,6 +38,24 @@ def publish(job_id, event_type: str, **fields) -> None:
     pipe.xadd(key, data)
     pipe.expire(key, settings.TTS_STREAM_TTL)
     pipe.execute()
+
+
+def restart(job_id, lost_attempt: int) -> None:
+    """Begin the job's stream again after run `lost_attempt` was lost: a later reader sees only the
+    new run (readers already reading see `restart`: new entry ids are greater than the old ones),
+    and the lost run, should it still be alive, stops (`cancel_requested`)."""
+    key = stream_key(job_id)
+    pipe = get_redis().pipeline(transaction=True)
+    pipe.set(superseded_key(job_id), lost_attempt, ex=settings.TTS_STREAM_TTL)
+    pipe.delete(key)
+    pipe.xadd(key, {"type": "restart"})
+    pipe.expire(key, settings.TTS_STREAM_TTL)
+    pipe.execute()
+
+
+def has_audio(job_id) -> bool:
+    """Whether the job's stream holds audio (readers may have passed some on)."""
+    return any(fields.get(b"type") == b"audio" for _, fields in get_redis().xrange(stream_key(job_id), count=16))
 
 
 async def exists(job_id) -> bool:
@@ -78,5 +97,14 @@ async def arequest_cancel(job_id) -> None:
     await get_async_redis().set(cancel_key(job_id), "1", ex=settings.TTS_STREAM_TTL)
 
 
-def cancel_requested(job_id) -> bool:
-    return bool(get_redis().exists(cancel_key(job_id)))
+def cancel_requested(job_id, attempt: int = 0) -> bool:
+    """Whether the run `attempt` of the job should stop: a cancel request, or the job was taken
+    from it (queued again as lost: a run stalled past its heartbeat, not dead after all)."""
+    cancelled, superseded = (
+        get_redis().pipeline(transaction=False).exists(cancel_key(job_id)).get(superseded_key(job_id)).execute()
+    )
+    return bool(cancelled) or (superseded is not None and int(superseded) >= attempt > 0)
+
+
+def superseded_key(job_id) -> str:
+    return f"tts:job:{job_id}:superseded"

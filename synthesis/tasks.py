@@ -67,6 +67,7 @@ def load_engine() -> None:
             settings.TTS_HF_CACHE_DIR,
             settings.TTS_BENCH_FIXED_LENGTH,
             precision=settings.TTS_PRECISION,
+            threads=settings.TTS_TORCH_THREADS,
         )
         if settings.TTS_WARMUP:
             engine.warm_up()
@@ -112,7 +113,7 @@ def drop_request_id(task_id=None, **kwargs) -> None:
 
 @shared_task(name="synthesis.tasks.synthesize_job", acks_late=True)
 def synthesize_job(job_id: str) -> None:
-    job = claim_job(job_id)
+    job = claim_job(job_id, workers.worker_name())
     if job is None:
         logger.info("job not queued any more; skipped", extra={"job_id": job_id})
         return
@@ -122,6 +123,11 @@ def synthesize_job(job_id: str) -> None:
         return
     priority = limits_for(job.organization).queue_priority
     _batcher.run(JobRun(job, _engine.model_version, priority))
+
+
+@shared_task(name="synthesis.tasks.rescue_lost_jobs")
+def rescue_lost_jobs() -> dict[str, int]:
+    return maintenance.rescue_lost_jobs()
 
 
 @shared_task(name="synthesis.tasks.reap_stale_jobs")

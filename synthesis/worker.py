@@ -104,7 +104,7 @@ class JobRun:
         now = time.monotonic()
         if now - self._stop_checked >= STOP_CHECK_SECONDS:
             self._stop_checked = now
-            if streams.cancel_requested(self.job.id):
+            if streams.cancel_requested(self.job.id, self.job.attempts):
                 self.cancelled = True
             elif now - self.started > settings.CELERY_TASK_SOFT_TIME_LIMIT:
                 self.fail(503, "synthesis_timeout", "Synthesis ran past its time limit.")
@@ -158,13 +158,29 @@ class JobRun:
             key = cache.cache_key(
                 job.organization_id, self.model_version, cache.segments_text(job.segments), self.params
             )
-            if not cache.put(key, pcm):
+            try:
+                if not cache.put(key, pcm):
+                    key = ""
+            except Exception:  # the cache is an optimisation: the job succeeds without it
+                logger.exception("could not cache a job's audio", extra={"job_id": str(job.id)})
                 key = ""
-        if not job.interactive:
-            job.result.save(
-                f"{job.id}.{job.response_format}", ContentFile(encode(pcm, job.response_format)), save=False
-            )
-            Job.objects.filter(pk=job.pk).update(result=job.result.name)
+        if not job.interactive:  # the stored file is what the client comes back for
+            try:
+                job.result.save(
+                    f"{job.id}.{job.response_format}", ContentFile(encode(pcm, job.response_format)), save=False
+                )
+                Job.objects.filter(pk=job.pk).update(result=job.result.name)
+            except Exception:
+                logger.exception("could not store a job's audio", extra={"job_id": str(job.id)})
+                fail_job(
+                    job,
+                    503,
+                    "storage_unavailable",
+                    "The audio was generated but could not be stored. It was not billed; try again.",
+                    audio_seconds=audio_seconds,
+                    model_version=self.model_version,
+                )
+                return
         settle_job(
             job, Job.Status.SUCCEEDED, audio_seconds=audio_seconds, model_version=self.model_version, cache_key=key
         )

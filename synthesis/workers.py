@@ -60,7 +60,7 @@ def start_heartbeat(status: str, model_version: str = "", error: str = "", capac
 
     def beat() -> None:
         while True:
-            time.sleep(settings.TTS_WORKER_HEARTBEAT_TTL / 3)
+            time.sleep(settings.TTS_WORKER_HEARTBEAT_TTL / 4)
             try:
                 register(status, model_version, error, capacity)
             except Exception:  # Redis briefly away: the next beat retries

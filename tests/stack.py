@@ -123,7 +123,9 @@ def start_web(env: dict[str, str], log_dir: Path) -> tuple[Proc, str]:
     raise RuntimeError(f"web server did not start:\n{proc.output()[-3000:]}")
 
 
-def start_worker(env: dict[str, str], log_dir: Path, name: str, queue: str = "tts") -> Proc:
+def start_worker(
+    env: dict[str, str], log_dir: Path, name: str, queue: str = "tts", extra: tuple[str, ...] = ()
+) -> Proc:
     return Proc(
         [
             str(BIN / "celery"),
@@ -140,6 +142,7 @@ def start_worker(env: dict[str, str], log_dir: Path, name: str, queue: str = "tt
             "INFO",
             "--without-mingle",
             "--without-gossip",
+            *extra,
         ],
         env,
         log_dir / f"worker-{name}.log",
