@@ -4,6 +4,7 @@ database, and the generated checkpoints. Benchmarks print their figures; they as
 from __future__ import annotations
 
 import os
+import secrets
 import subprocess
 import sys
 import tempfile
@@ -13,6 +14,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tts_saas.settings")
+os.environ.setdefault("SECRET_KEY", secrets.token_urlsafe(50))  # the benchmark's private stack
 
 
 def setup(description: str, runs: int = 5, extra=None):

@@ -59,6 +59,17 @@ def default_plans(request: pytest.FixtureRequest, django_db_blocker) -> None:
         ensure_plans(Plan)
 
 
+@pytest.fixture(autouse=True)
+def fresh_throttles(request: pytest.FixtureRequest) -> None:
+    """Every test starts with no sign-in/sign-up attempts counted: they all come from 127.0.0.1,
+    and the throttles' windows (an hour for sign-up) would otherwise outlast many tests."""
+    if uses_database(request):
+        r = get_redis()
+        keys = list(r.scan_iter(match=f"{settings.CACHES['default']['KEY_PREFIX']}:1:rl:*", count=1000))
+        if keys:
+            r.delete(*keys)
+
+
 @pytest.fixture(scope="session")
 def redis_client():
     return get_redis()

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
 
 from .env import envbool, envfloat, envint, envsecret, envstr
 
@@ -12,7 +13,16 @@ BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(envstr("TTS_VAR_DIR", str(BASE_DIR / "var")))
 
 DEBUG = envbool("DEBUG", False)
-SECRET_KEY = envsecret("SECRET_KEY", "insecure-local-development-key-change-me")
+# Signs sessions, CSRF tokens and password-reset links: a public default would let anyone forge
+# them, so without DEBUG there is none (scripts/run makes one per checkout in var/secret_key).
+SECRET_KEY = envsecret("SECRET_KEY")
+if not SECRET_KEY:
+    if not DEBUG:
+        raise ImproperlyConfigured(
+            "SECRET_KEY is not set. Set SECRET_KEY (or SECRET_KEY_FILE) to a long random value, e.g. "
+            "python -c 'import secrets; print(secrets.token_urlsafe(50))'"
+        )
+    SECRET_KEY = "insecure-debug-only-key"
 ALLOWED_HOSTS = [h for h in envstr("ALLOWED_HOSTS", "127.0.0.1,localhost").split(",") if h]
 
 INSTALLED_APPS = [
@@ -97,6 +107,12 @@ CACHES = {
 
 # django-ratelimit counts in the default cache (Redis: atomic incr, shared by all web processes).
 RATELIMIT_USE_CACHE = "default"
+# Throttles on the ways in (POSTs; dashboard/throttles.py): per client address unless said.
+TTS_LOGIN_RATE = envstr("TTS_LOGIN_RATE", "10/m")  # sign-in and accepting invitations
+TTS_LOGIN_ACCOUNT_RATE = envstr("TTS_LOGIN_ACCOUNT_RATE", "30/h")  # sign-in per account name
+TTS_SIGNUP_RATE = envstr("TTS_SIGNUP_RATE", "10/h")
+TTS_PASSWORD_RESET_RATE = envstr("TTS_PASSWORD_RESET_RATE", "5/h")  # per address and per e-mail
+TTS_INVITE_RATE = envstr("TTS_INVITE_RATE", "30/h")  # per inviting user
 
 # Dashboard sign-in (sessions); e-mail goes to the console unless SMTP is configured.
 LOGIN_URL = "login"
@@ -180,6 +196,12 @@ CELERY_WORKER_PROC_ALIVE_TIMEOUT = envint("TTS_MODEL_LOAD_TIMEOUT", 900)
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_BEAT_SCHEDULE = {
+    # A killed worker's jobs go to a live one within TTS_WORKER_HEARTBEAT_TTL + this.
+    "rescue-lost-jobs": {
+        "task": "synthesis.tasks.rescue_lost_jobs",
+        "schedule": envfloat("TTS_RESCUE_SECONDS", 3.0),
+        "options": {"queue": "default", "expires": 10},
+    },
     "reap-stale-jobs": {"task": "synthesis.tasks.reap_stale_jobs", "schedule": 60.0, "options": {"queue": "default"}},
     "delete-old-jobs": {"task": "synthesis.tasks.delete_old_jobs", "schedule": 3600.0, "options": {"queue": "default"}},
 }
@@ -189,6 +211,7 @@ TTS_MODEL_DIR = envstr("TTS_MODEL_DIR")  # empty: ChatTTS's own Hugging Face dow
 TTS_HF_CACHE_DIR = envstr("TTS_HF_CACHE_DIR")  # where that download is kept (HF default if empty)
 TTS_DEVICE = envstr("TTS_DEVICE")  # empty: cuda when present, else cpu
 TTS_PRECISION = envstr("TTS_PRECISION", "auto")  # the GPT's: auto (bf16 on GPU, fp32 on CPU), fp32, bf16, int8 (CPU)
+TTS_TORCH_THREADS = envint("TTS_TORCH_THREADS", 0)  # a worker's torch threads; 0: auto (CPU: cores - 1)
 TTS_MODEL_NAME = envstr("TTS_MODEL_NAME", "chattts")
 TTS_MODEL_ALIASES = [a for a in envstr("TTS_MODEL_ALIASES", "tts-1,tts-1-hd,gpt-4o-mini-tts").split(",") if a]
 TTS_MAX_INPUT_CHARS = envint("TTS_MAX_INPUT_CHARS", 4096)
@@ -204,7 +227,10 @@ TTS_MAX_QUEUE_WAIT = envfloat("TTS_MAX_QUEUE_WAIT", 120.0)
 TTS_MAX_BATCH = envint("TTS_MAX_BATCH", 4)
 TTS_WORKER_METRICS_PORT = envint("TTS_WORKER_METRICS_PORT", 0)  # each synthesis worker's /metrics; 0: off
 TTS_BATCH_GATHER_SECONDS = envfloat("TTS_BATCH_GATHER_SECONDS", 0.1)  # wait for companions once a job is in
-TTS_WORKER_HEARTBEAT_TTL = envint("TTS_WORKER_HEARTBEAT_TTL", 30)
+# A worker renews its registration every TTL/4 s; one silent for TTL s is dead and its jobs are
+# queued again (at most TTS_JOB_MAX_ATTEMPTS workers in all, then the job fails, refunded).
+TTS_WORKER_HEARTBEAT_TTL = envint("TTS_WORKER_HEARTBEAT_TTL", 8)
+TTS_JOB_MAX_ATTEMPTS = envint("TTS_JOB_MAX_ATTEMPTS", 2)
 TTS_STREAM_TTL = envint("TTS_STREAM_TTL", 3600)  # seconds a job's chunk stream is kept
 TTS_CACHE_TTL = envint("TTS_CACHE_TTL", 7 * 24 * 3600)
 TTS_CACHE_MAX_BYTES = envint("TTS_CACHE_MAX_BYTES", 512 * 1024 * 1024)

@@ -1,8 +1,10 @@
-"""Getting in: sign-up, switching organization, accepting an invitation."""
+"""Getting in: sign-in and password reset (Django's views, throttled), sign-up, switching
+organization, accepting an invitation."""
 
 from __future__ import annotations
 
 from django.contrib.auth import login
+from django.contrib.auth import views as auth_views
 from django.core.exceptions import PermissionDenied
 from django.http import Http404
 from django.shortcuts import redirect, render
@@ -13,10 +15,19 @@ from accounts.models import Invitation
 
 from ..access import SESSION_ORG, member_required
 from ..forms import AcceptForm, SignupForm
+from ..throttles import posted, throttled
 
 BACKEND = "django.contrib.auth.backends.ModelBackend"
 
+sign_in = throttled("login", ("ip", "TTS_LOGIN_RATE"), (posted("username"), "TTS_LOGIN_ACCOUNT_RATE"))(
+    auth_views.LoginView.as_view()
+)
+password_reset = throttled("reset", ("ip", "TTS_PASSWORD_RESET_RATE"), (posted("email"), "TTS_PASSWORD_RESET_RATE"))(
+    auth_views.PasswordResetView.as_view()
+)
 
+
+@throttled("signup", ("ip", "TTS_SIGNUP_RATE"))
 def signup(request):
     """A new user and organization (on the default plan), with the user as its owner."""
     form = SignupForm(request.POST or None)
@@ -43,6 +54,7 @@ def switch(request):
     return redirect("dashboard:overview")
 
 
+@throttled("accept", ("ip", "TTS_LOGIN_RATE"))
 def accept_invitation(request, token: str):
     """The invitation link: join as the invited address (creating the account if it has none)."""
     invitation = Invitation.objects.select_related("organization").filter(token=token).first()

@@ -14,9 +14,11 @@ from accounts.models import Invitation, Membership
 
 from ..access import member_required, page, require_admin
 from ..forms import InviteForm
+from ..throttles import by_user, throttled
 
 
 @member_required
+@throttled("invite", (by_user, "TTS_INVITE_RATE"))
 def members(request):
     org = request.principal.organization
     form = InviteForm(request.POST or None)
