@@ -20,6 +20,7 @@ from inference.batch import BatchRow
 from inference.device import device_stats
 
 from . import worker_metrics
+from .jobs import fail_job
 from .worker import JobRun
 
 logger = logging.getLogger(__name__)
@@ -41,7 +42,15 @@ class _Sink:
 
     def done(self, key: str, tokens: int) -> None:
         run, segment = self._route(key)
-        run.done(segment, tokens)
+        try:
+            run.done(segment, tokens)  # the last segment settles the job (cache, storage, ledger)
+        except Exception:  # one job's failure must not end its batch companions' rows
+            logger.exception("could not settle a job", extra={"job_id": str(run.job.id)})
+            run.finished = True
+            try:  # settles only a job still running (refunded); the reaper does it if this fails too
+                fail_job(run.job, 500, "synthesis_failed", "Synthesis failed on the worker.")
+            except Exception:
+                logger.exception("could not fail a job", extra={"job_id": str(run.job.id)})
 
     def stop_requested(self, key: str) -> bool:
         run, _ = self._route(key)

@@ -26,13 +26,13 @@ from tts_saas.redis import get_async_redis
 from tts_saas.request_id import new_request_id
 from tts_saas.threads import in_thread
 
-from . import audio, inflight, protocol, streams
+from . import audio, protocol, streams
 from .feed import JobAudioFeed
 from .models import Job
 from .operations import WS_CONNECTIONS
 from .outbox import Outbox, SlowClient
 from .prepared import CachedSpeech
-from .speech import speak
+from .speech import abandon, speak
 
 logger = logging.getLogger(__name__)
 
@@ -75,7 +75,7 @@ class SpeechStreamConsumer(AsyncWebsocketConsumer):
         if hasattr(self, "connection_id"):
             await get_async_redis().zrem(WS_CONNECTIONS, self.connection_id)
         if getattr(self, "current", None) and self.current.get("job_id"):
-            await inflight.abandon(self.current["job_id"])  # unless others listen to it
+            await abandon(self.current["job_id"])  # unless others listen to it
 
     def _emit(self, message: dict | bytes) -> None:
         try:
@@ -91,7 +91,7 @@ class SpeechStreamConsumer(AsyncWebsocketConsumer):
         for task in self.tasks:
             task.cancel()
         if job_id:
-            await inflight.abandon(job_id)
+            await abandon(job_id)
         try:
             await self.close(code=SLOW_CLIENT)
         except Exception:  # the client vanished meanwhile: nothing left to tell it

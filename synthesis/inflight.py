@@ -12,7 +12,6 @@ import json
 
 from tts_saas.redis import get_async_redis, get_redis
 
-from . import streams
 from .cache import segments_text
 
 PENDING = "pending"  # the leader is submitting its job
@@ -69,8 +68,6 @@ def finished(key: str, job_id) -> None:
         r.delete(key)
 
 
-async def abandon(job_id) -> None:
-    """The client that started a job went away: stop it, unless others are listening to it."""
+async def has_followers(job_id) -> bool:
     followers = await get_async_redis().get(followers_key(job_id))
-    if not followers or int(followers) <= 0:
-        await streams.arequest_cancel(job_id)
+    return bool(followers) and int(followers) > 0

@@ -23,7 +23,7 @@ from tts_saas.threads import in_thread
 
 from . import cache, capacity, inflight, workers
 from .feed import JobAudioFeed
-from .jobs import Submission, find_idempotent_job, queue_deadline, request_digest, submit_job
+from .jobs import Submission, cancel_job, find_idempotent_job, queue_deadline, request_digest, submit_job
 from .models import Job
 from .prepared import CachedSpeech, PreparedSpeech, enforce_plan_limits, prepare_speech
 
@@ -218,3 +218,14 @@ async def share(
         characters=characters,
         deadline=queue_deadline(True),
     )
+
+
+async def abandon(job_id) -> None:
+    """The client that started a job went away before its end. Unless others listen to it, a job
+    still queued is cancelled at once (refunded, its concurrency slot freed) and a running one is
+    asked to stop (billed for the segments done)."""
+    if await inflight.has_followers(job_id):
+        return
+    job = await Job.objects.filter(pk=job_id).select_related("organization").afirst()
+    if job is not None and job.status in (Job.Status.QUEUED, Job.Status.RUNNING):
+        await in_thread(cancel_job)(job)

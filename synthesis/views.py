@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 import logging
@@ -27,13 +28,13 @@ from tts_saas.errors import ApiError, validation_error
 from tts_saas.parsers import load_json
 from tts_saas.threads import in_thread
 
-from . import audio, inflight
+from . import audio
 from .feed import JobAudioFeed
 from .jobs import Submission, cancel_job, request_digest
 from .models import Job
 from .prepared import CachedSpeech, enforce_plan_limits, prepare_speech
 from .serializers import JobRequestSerializer, JobSerializer, SpeechRequestSerializer
-from .speech import admit_job, speak
+from .speech import abandon, admit_job, speak
 
 logger = logging.getLogger(__name__)
 
@@ -73,12 +74,16 @@ def _usage(characters: int, samples: int) -> dict:
     }
 
 
+class StreamAborted(Exception):
+    """A raw audio response cannot be completed: the server closes the connection mid-body."""
+
+
 async def audio_body(feed: JobAudioFeed, fmt: str, sse: bool, owner: bool):
     """The response body of a job's audio: encoded chunks as they come (or SSE events). If the
     `owner` of a live request goes away, the job is asked to stop, so no GPU time is spent on
     audio nobody hears; a mere follower (GET /v1/jobs/{id}/stream) leaving changes nothing."""
     encoder = audio.StreamEncoder(fmt)
-    finished = False
+    abandoned = True  # until the audio is all out
 
     def out(data: bytes) -> bytes:
         return _sse({"type": "speech.audio.delta", "audio": base64.b64encode(data).decode()}) if sse else data
@@ -91,16 +96,21 @@ async def audio_body(feed: JobAudioFeed, fmt: str, sse: bool, owner: bool):
         data = encoder.finish()
         if data:
             yield out(data)
-        finished = True
+        abandoned = False
         if sse:
             yield _sse({"type": "speech.audio.done", "usage": _usage(feed.characters, feed.samples)})
-    except ApiError as exc:  # the status line has gone: end the stream, say why in SSE and the log
+    except ApiError as exc:  # the status line has gone: say why in SSE and the log
         logger.warning("stream ended by a job error: %s", exc.message, extra={"job_id": feed.job_id})
-        if sse:
-            yield _sse({"type": "error", "error": {"code": exc.code, "message": exc.message}})
+        # A job whose worker was lost runs again for a retry with its Idempotency-Key: keep it.
+        abandoned = exc.code != "worker_lost"
+        if not sse:
+            # Raw audio has no way to say so: break the connection (no final chunk), so that the
+            # client sees an incomplete body rather than audio that merely ends early.
+            raise StreamAborted(exc.code) from exc
+        yield _sse({"type": "error", "error": {"code": exc.code, "message": exc.message}})
     finally:
-        if owner and not finished:
-            await inflight.abandon(feed.job_id)
+        if owner and abandoned:
+            await abandon(feed.job_id)
 
 
 def audio_response(feed: JobAudioFeed, fmt: str, sse: bool, owner: bool) -> StreamingHttpResponse:
@@ -141,8 +151,13 @@ async def speech(request: HttpRequest) -> HttpResponse:
         response["x-audio-duration"] = f"{len(result.pcm16) / 2 / audio.SAMPLE_RATE:.3f}"
         response["x-cache"] = "hit"
     else:
-        await result.first_audio()  # errors before the first audio keep their own status code
         shared = getattr(result, "shared", False)
+        try:
+            await result.first_audio()  # errors before the first audio keep their own status code
+        except BaseException:  # an error, or the client went away (the view is cancelled)
+            if not shared:
+                await asyncio.shield(abandon(result.job_id))  # a queued job: refunded, slot freed
+            raise
         response = audio_response(result, fmt, sse, owner=not shared)
         response["x-cache"] = "shared" if shared else "miss"
     response["x-seed"] = str(result.seed)
