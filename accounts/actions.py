@@ -7,9 +7,10 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import User
 from django.core.mail import send_mail
 from django.db import transaction
+from django.utils import timezone
 from django.utils.text import slugify
 
-from .models import Invitation, Membership, Organization
+from .models import Invitation, Membership, Organization, _new_webhook_secret
 
 
 class NotAllowed(Exception):
@@ -122,3 +123,19 @@ def remove_member(acting: Membership, membership_id: int) -> Membership | None:
             return None
         target.delete()
     return target
+
+
+def rotate_webhook_secret(org: Organization) -> str:
+    """A new webhook secret for `org`, returned (and set on `org`). The one it replaces keeps
+    signing callbacks alongside for WEBHOOK_SECRET_GRACE, so receivers switch without losing a
+    delivery. The row is locked, so of two concurrent rotations the second keeps the first's new
+    secret as its previous one."""
+    with transaction.atomic():
+        locked = Organization.objects.select_for_update().get(pk=org.pk)
+        locked.previous_webhook_secret = locked.webhook_secret
+        locked.webhook_secret = _new_webhook_secret()
+        locked.webhook_secret_rotated_at = timezone.now()
+        locked.save(update_fields=["webhook_secret", "previous_webhook_secret", "webhook_secret_rotated_at"])
+    for field in ("webhook_secret", "previous_webhook_secret", "webhook_secret_rotated_at"):
+        setattr(org, field, getattr(locked, field))
+    return locked.webhook_secret

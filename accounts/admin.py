@@ -11,7 +11,7 @@ class OrganizationAdmin(admin.ModelAdmin):
     list_display = ("name", "slug", "suspended_at", "created_at")
     list_filter = ("suspended_at",)
     search_fields = ("name", "slug")
-    readonly_fields = ("webhook_secret",)
+    readonly_fields = ("webhook_secret", "previous_webhook_secret", "webhook_secret_rotated_at")
     actions = ["suspend", "unsuspend"]
 
     @admin.action(description="Suspend (every API call answers 403)")

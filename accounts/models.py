@@ -7,11 +7,12 @@ entropy, so a slow hash buys nothing, and it runs on every request.
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import hmac
 import secrets
 import string
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import models
@@ -21,6 +22,9 @@ KEY_SCHEME = "tts"
 PREFIX_LENGTH = 12
 SECRET_LENGTH = 32
 LAST_USED_RESOLUTION = timedelta(minutes=1)
+# After a rotation callbacks carry a signature with the previous webhook secret too, this long:
+# receivers switch to the new secret without losing a delivery.
+WEBHOOK_SECRET_GRACE = timedelta(hours=24)
 
 
 ALPHABET = string.ascii_letters + string.digits
@@ -31,7 +35,9 @@ def random_token(length: int) -> str:
 
 
 def _new_webhook_secret() -> str:
-    return "whsec_" + random_token(32)
+    """Standard Webhooks' format: "whsec_" and the base64 of random bytes (the HMAC key). Older
+    secrets, "whsec_" and 32 letters or digits, read as valid base64 too and keep working."""
+    return "whsec_" + base64.b64encode(secrets.token_bytes(32)).decode()
 
 
 def hash_key(raw_key: str) -> str:
@@ -43,8 +49,10 @@ class Organization(models.Model):
     slug = models.SlugField(max_length=100, unique=True)
     suspended_at = models.DateTimeField(null=True, blank=True)
     suspension_reason = models.CharField(max_length=500, blank=True)
-    # Signs job callbacks (HMAC-SHA256); shown to the organization, rotatable.
+    # Signs job callbacks (Standard Webhooks); shown to the organization's admins, rotatable.
     webhook_secret = models.CharField(max_length=64, default=_new_webhook_secret)
+    previous_webhook_secret = models.CharField(max_length=64, blank=True)  # signs too, for the grace
+    webhook_secret_rotated_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
@@ -56,6 +64,21 @@ class Organization(models.Model):
     @property
     def is_suspended(self) -> bool:
         return self.suspended_at is not None
+
+    def previous_webhook_secret_valid_until(self, now: datetime | None = None) -> datetime | None:
+        """Until when callbacks also carry a signature with the previous secret; None when they
+        do not (no rotation yet, or its grace period is over)."""
+        if not self.previous_webhook_secret or self.webhook_secret_rotated_at is None:
+            return None
+        until = self.webhook_secret_rotated_at + WEBHOOK_SECRET_GRACE
+        return until if (now or timezone.now()) < until else None
+
+    def webhook_signing_secrets(self, now: datetime | None = None) -> list[str]:
+        """The secrets a callback is signed with now: the current one, and the previous one
+        during the grace period after a rotation."""
+        if self.previous_webhook_secret_valid_until(now) is not None:
+            return [self.webhook_secret, self.previous_webhook_secret]
+        return [self.webhook_secret]
 
     def create_api_key(self, name: str, expires_at=None, created_by=None, kind: str = "standard") -> tuple[ApiKey, str]:
         """Make a key; the raw key is returned once and never stored."""

@@ -28,3 +28,18 @@ class ApiKeyCreateSerializer(serializers.Serializer):
         if value is not None and value <= timezone.now():
             raise serializers.ValidationError("expires_at must be in the future.")
         return value
+
+
+class WebhookSecretSerializer(serializers.Serializer):
+    """The secret that signs the organization's job callbacks (Standard Webhooks)."""
+
+    secret = serializers.CharField(
+        source="webhook_secret", read_only=True, help_text="whsec_ and the base64 of the HMAC key."
+    )
+    rotated_at = serializers.DateTimeField(source="webhook_secret_rotated_at", read_only=True, allow_null=True)
+    previous_valid_until = serializers.DateTimeField(
+        source="previous_webhook_secret_valid_until",
+        read_only=True,
+        allow_null=True,
+        help_text="Until then callbacks are also signed with the previous secret; null when they are not.",
+    )

@@ -1,32 +1,39 @@
-"""/v1/keys: create (the secret is in this response only), list, revoke. Admin keys only."""
+"""/v1/keys: create (the secret is in this response only), list, revoke; /v1/webhooks/secret: the
+organization's callback signing secret, read and rotated. Admin keys only."""
 
 from __future__ import annotations
 
 import re
 
 from django.http import Http404
-from rest_framework import mixins, status
+from drf_spectacular.utils import extend_schema
+from rest_framework import mixins, status, viewsets
 from rest_framework.permissions import BasePermission
 from rest_framework.response import Response
 
 from tts_saas.errors import ApiError
 
+from . import actions
 from .models import PREFIX_LENGTH, ApiKey
-from .serializers import ApiKeyCreateSerializer, ApiKeySerializer
+from .serializers import ApiKeyCreateSerializer, ApiKeySerializer, WebhookSecretSerializer
 from .tenancy import TenantScopedViewSet
 
 KEY_ID = re.compile(rf"[A-Za-z0-9]{{{PREFIX_LENGTH}}}")  # a key's public id: its prefix
 
 
 class IsOrganizationAdmin(BasePermission):
+    what = "Managing API keys"
+
     def has_permission(self, request, view) -> bool:
         if not getattr(request.user, "is_admin", False):
             raise ApiError(
-                403,
-                "Managing API keys needs an admin key (or an owner/admin in the dashboard).",
-                "insufficient_permissions",
+                403, f"{self.what} needs an admin key (or an owner/admin in the dashboard).", "insufficient_permissions"
             )
         return True
+
+
+class ManagesWebhookSecret(IsOrganizationAdmin):
+    what = "The webhook signing secret"
 
 
 class ApiKeyViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, TenantScopedViewSet):
@@ -65,3 +72,30 @@ class ApiKeyViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, TenantScop
         key = self.get_object()
         key.revoke()
         return Response(ApiKeySerializer(key).data)
+
+
+class WebhookSecretViewSet(viewsets.GenericViewSet):
+    """The caller's own organization's secret (there is no id to ask for another's). Never cached:
+    the secret is in every response."""
+
+    serializer_class = WebhookSecretSerializer
+    permission_classes = [ManagesWebhookSecret]
+
+    @extend_schema(summary="The webhook signing secret")
+    def retrieve(self, request):
+        return Response(WebhookSecretSerializer(request.user.organization).data)
+
+    @extend_schema(
+        summary="Rotate the webhook signing secret",
+        description="A new secret; callbacks carry a signature with the previous one too for 24 hours.",
+        request=None,
+    )
+    def rotate(self, request):
+        org = request.user.organization
+        actions.rotate_webhook_secret(org)
+        return Response(WebhookSecretSerializer(org).data)
+
+    def finalize_response(self, request, response, *args, **kwargs):
+        response = super().finalize_response(request, response, *args, **kwargs)
+        response["Cache-Control"] = "no-store"
+        return response

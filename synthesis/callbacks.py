@@ -1,11 +1,14 @@
 """Job callbacks: when an async job ends, its `callback_url` receives a POST with the job as JSON,
-signed with the organization's webhook secret:
+signed as Standard Webhooks (standardwebhooks.com) specifies, so any of its libraries verifies it:
 
-    X-TTS-Signature: t=<unix time>,v1=<hex HMAC-SHA256(secret, "<t>." + body)>
+    webhook-id: msg_<job id>  (the same on every retry: receivers de-duplicate by it)
+    webhook-timestamp: <unix time of the attempt>
+    webhook-signature: v1,<base64 HMAC-SHA256(key, "<id>.<timestamp>.<body>")>
 
-Receivers recompute the HMAC over the raw body and compare in constant time (`verify` below),
-and reject old timestamps. Deliveries are retried with exponential backoff (the task's Celery
-retry policy); every attempt is recorded on the job.
+The key is the base64 after "whsec_" in the organization's webhook secret. For a day after a
+rotation the header lists a second signature, made with the previous secret, so receivers still
+holding it verify too. Deliveries are retried with exponential backoff (the task's Celery retry
+policy); every attempt is recorded on the job.
 
 A tenant chooses the URL, so the worker must not become a way into the operator's network: only
 globally routable addresses are targets (unless TTS_CALLBACK_ALLOW_PRIVATE), checked when the job
@@ -17,8 +20,6 @@ attempt is its status or a generic reason, never our error text.
 from __future__ import annotations
 
 import base64
-import hashlib
-import hmac
 import ipaddress
 import json
 import logging
@@ -26,18 +27,20 @@ import socket
 import time
 import typing
 from dataclasses import dataclass
+from datetime import UTC, datetime
 
 import httpcore
 import httpx
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
+from standardwebhooks.webhooks import Webhook
+
+from accounts.models import Organization
 
 from .models import Job
 
 logger = logging.getLogger(__name__)
-
-HEADER = "X-TTS-Signature"
 
 ATTEMPT_SECONDS = 10.0  # one attempt in all: connect, TLS, request, the receiver's answer
 RESPONSE_BYTES = 4096  # of the answer's body we read at most: the status is what counts
@@ -52,21 +55,23 @@ INVALID_RESPONSE = "invalid response"
 _NAT64 = ipaddress.ip_network("64:ff9b::/96")  # embeds an IPv4 address a NAT64 gateway reaches
 
 
-def sign(secret: str, body: bytes, timestamp: int | None = None) -> str:
-    timestamp = int(time.time()) if timestamp is None else timestamp
-    mac = hmac.new(secret.encode(), f"{timestamp}.".encode() + body, hashlib.sha256).hexdigest()
-    return f"t={timestamp},v1={mac}"
+def message_id_for(job: Job) -> str:
+    """One callback per job (its final state): the id is the job's, stable across retries."""
+    return f"msg_{job.id.hex}"
 
 
-def verify(secret: str, header: str, body: bytes, tolerance: int = 300) -> bool:
-    try:
-        parts = dict(item.split("=", 1) for item in header.split(","))
-        timestamp = int(parts["t"])
-    except (ValueError, KeyError):
-        return False
-    if abs(time.time() - timestamp) > tolerance:
-        return False
-    return hmac.compare_digest(sign(secret, body, timestamp).encode(), header.encode())
+def signature_headers(org: Organization, message_id: str, body: bytes, now: datetime | None = None) -> dict[str, str]:
+    """The Standard Webhooks headers for one attempt: a signature per secret in use (the previous
+    one too during a rotation's grace period), space-separated as the specification lists them."""
+    now = now or timezone.now()
+    timestamp = datetime.fromtimestamp(int(now.timestamp()), tz=UTC)
+    text = body.decode()
+    signatures = [Webhook(secret).sign(message_id, timestamp, text) for secret in org.webhook_signing_secrets(now)]
+    return {
+        "webhook-id": message_id,
+        "webhook-timestamp": str(int(timestamp.timestamp())),
+        "webhook-signature": " ".join(signatures),
+    }
 
 
 def is_public(address: str) -> bool:
@@ -275,7 +280,7 @@ def deliver(job_id: str) -> bool:
     """One delivery attempt; True when the receiver answered 2xx. The attempt is recorded."""
     job = Job.objects.select_related("organization").get(pk=job_id)
     body = json.dumps(payload(job), separators=(",", ":")).encode()
-    headers = {"Content-Type": "application/json", HEADER: sign(job.organization.webhook_secret, body)}
+    headers = {"Content-Type": "application/json", **signature_headers(job.organization, message_id_for(job), body)}
     started = timezone.now().isoformat()
     status, error = attempt(job.callback_url, body, headers)
     record = {"at": started, "status": status, "error": error}

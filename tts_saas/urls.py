@@ -8,8 +8,9 @@ from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularJSONAPIView, SpectacularRedocView
 from rest_framework.permissions import AllowAny
 
-from accounts.views import ApiKeyViewSet
+from accounts.views import ApiKeyViewSet, WebhookSecretViewSet
 from billing.views import UsageViewSet, subscription
+from dashboard.views.account import password_reset, sign_in
 from dashboard.views.operations import operations
 from synthesis import views as synthesis
 from tts_saas.metrics import metrics_view
@@ -28,6 +29,8 @@ v1 = [
     path("jobs/<uuid:job_id>/stream", synthesis.job_stream, name="job-stream"),
     path("keys", ApiKeyViewSet.as_view({"get": "list", "post": "create"}), name="keys"),
     path("keys/<str:key_id>", ApiKeyViewSet.as_view({"get": "retrieve", "delete": "destroy"}), name="key"),
+    path("webhooks/secret", WebhookSecretViewSet.as_view({"get": "retrieve"}), name="webhook-secret"),
+    path("webhooks/secret/rotate", WebhookSecretViewSet.as_view({"post": "rotate"}), name="webhook-secret-rotate"),
     path("usage", UsageViewSet.as_view({"get": "list"}), name="usage"),
     path("subscription", subscription, name="subscription"),
     path(
@@ -48,6 +51,8 @@ urlpatterns = [
     path("metrics", metrics_view),
     path("ops/", operations, name="operations"),
     path("admin/", admin.site.urls),
+    path("accounts/login/", sign_in, name="login"),  # throttled; the rest are Django's own
+    path("accounts/password_reset/", password_reset, name="password_reset"),
     path("accounts/", include("django.contrib.auth.urls")),
     path("dashboard/", include("dashboard.urls")),
     path("", RedirectView.as_view(pattern_name="dashboard:overview", permanent=False)),

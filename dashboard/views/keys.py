@@ -1,4 +1,5 @@
-"""API keys: list, create (the secret shown once), revoke."""
+"""API keys: list, create (the secret shown once), revoke; the webhook signing secret: shown to
+owners and admins, rotated."""
 
 from __future__ import annotations
 
@@ -7,16 +8,21 @@ from django.http import Http404
 from django.shortcuts import redirect
 from django.views.decorators.http import require_POST
 
-from accounts.models import ApiKey
+from accounts import actions
+from accounts.models import WEBHOOK_SECRET_GRACE, ApiKey
 from accounts.tenancy import scoped
 
 from ..access import member_required, page, require_admin
 from ..forms import KeyForm
 
+ROTATE_WEBHOOK_SECRET = "rotate-webhook-secret"  # the rotate form's `action`: it posts to this page
+
 
 @member_required
 def keys(request):
     org = request.principal.organization
+    if request.method == "POST" and request.POST.get("action") == ROTATE_WEBHOOK_SECRET:
+        return _rotate_webhook_secret(request)
     form = KeyForm(request.POST or None)
     created = None
     if request.method == "POST":
@@ -38,7 +44,22 @@ def keys(request):
         form=form,
         created=created,
         can_manage=request.principal.is_admin,
+        webhook_secret=org.webhook_secret if request.principal.is_admin else None,
+        previous_valid_until=org.previous_webhook_secret_valid_until(),
+        rotate_action=ROTATE_WEBHOOK_SECRET,
     )
+
+
+def _rotate_webhook_secret(request):
+    require_admin(request, "rotate the webhook signing secret")
+    actions.rotate_webhook_secret(request.principal.organization)
+    hours = int(WEBHOOK_SECRET_GRACE.total_seconds() // 3600)
+    messages.info(
+        request,
+        f"Webhook signing secret rotated. The previous secret stays valid for {hours} h (callbacks carry a "
+        "signature with each): switch your receivers to the new one within that time.",
+    )
+    return redirect("dashboard:keys")
 
 
 @require_POST

@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable, Iterator
 
 import pytest
+from standardwebhooks.webhooks import Webhook
 
 from accounts.models import Organization
 from synthesis import callbacks
@@ -221,7 +222,13 @@ def test_a_delivery_to_a_public_target_is_signed_and_recorded_with_its_status(se
     assert lines[0] == "POST /hook?x=1 HTTP/1.1"
     headers = {k.lower(): v.strip() for k, v in (line.split(":", 1) for line in lines[1:])}
     assert headers["host"] == f"hook.test:{raw.port}"
-    assert callbacks.verify(job.organization.webhook_secret, headers["x-tts-signature"], body)
+    assert Webhook(job.organization.webhook_secret).verify(body, headers)["job"]["id"] == str(job.id)
+    # A retry is the same message: the same webhook-id, freshly signed.
+    assert callbacks.deliver(str(job.id)) is True
+    head, _, body = raw.requests[1].partition(b"\r\n\r\n")
+    retried = {k.lower(): v.strip() for k, v in (line.split(":", 1) for line in head.decode().split("\r\n")[1:])}
+    assert retried["webhook-id"] == headers["webhook-id"]
+    assert Webhook(job.organization.webhook_secret).verify(body, retried)
 
 
 def test_the_delivery_connects_to_the_address_it_checked_not_a_second_lookup(
