@@ -20,13 +20,15 @@ from django.core.exceptions import ValidationError
 
 from accounts.auth import authenticate_key, authenticate_ticket, refresh
 from accounts.tenancy import scoped
+from billing.limits import limits_for
 from billing.policy import meter
+from billing.ratelimit import count_request
 from tts_saas.errors import ApiError
 from tts_saas.redis import get_async_redis
 from tts_saas.request_id import new_request_id
 from tts_saas.threads import in_thread
 
-from . import audio, protocol, streams
+from . import audio, connections, protocol, streams
 from .feed import JobAudioFeed
 from .models import Job
 from .operations import WS_CONNECTIONS
@@ -41,6 +43,7 @@ FRAME_BYTES = 32 * 1024
 SLOW_CLIENT = 4008
 UNAUTHORIZED = 4401  # at connect; later: the key was revoked or expired, the member removed
 FORBIDDEN = 4403  # the organization was suspended while connected
+TOO_MANY = 4429  # at connect: the organization's rate limit or its open-connection cap
 SERVER_ERROR = 1011
 SLOW_CLIENT_SECONDS = 30  # a client reading nothing this long while audio waits for it is closed
 
@@ -56,11 +59,44 @@ class SpeechStreamConsumer(AsyncWebsocketConsumer):
         self.outbox = Outbox(settings.TTS_WS_BUFFER_BYTES)
         self.pending: asyncio.Queue[tuple[str, protocol.Synthesize | protocol.Follow]] = asyncio.Queue()
         self.current: dict | None = None
-        await self.accept()
-        self.connection_id = new_request_id()
+        await self.accept()  # so that a refusal below can say why before its close code
+        refusal = await self._admit()
+        if refusal is not None:
+            logger.info("websocket refused: %s", refusal.message)
+            await self.send(text_data=json.dumps(protocol.error(refusal.code or "refused", refusal.message)))
+            await self.close(code=TOO_MANY)
+            return
         await get_async_redis().zadd(WS_CONNECTIONS, {self.connection_id: time.time()})
-        self.tasks = [asyncio.create_task(self._send_loop()), asyncio.create_task(self._utterance_loop())]
+        self.tasks = [
+            asyncio.create_task(self._send_loop()),
+            asyncio.create_task(self._utterance_loop()),
+            asyncio.create_task(self._keep_slot()),
+        ]
         self._emit(protocol.ready())
+
+    async def _admit(self) -> ApiError | None:
+        """A connection is a request (the organization's rate limit counts it) and holds one of the
+        organization's TTS_WS_MAX_PER_ORG open connections while it lasts."""
+        org = self.principal.organization
+        try:
+            await in_thread(count_request)(org, (await in_thread(limits_for)(org)).requests_per_minute)
+        except ApiError as exc:
+            return exc
+        connection_id = new_request_id()
+        if not await connections.acquire(org.pk, connection_id, settings.TTS_WS_MAX_PER_ORG):
+            return ApiError(
+                429,
+                f"Your organization has {settings.TTS_WS_MAX_PER_ORG} WebSocket connections open, the most "
+                "allowed. Close one, or use one connection for many utterances.",
+                "too_many_connections",
+            )
+        self.connection_id = connection_id
+        return None
+
+    async def _keep_slot(self) -> None:
+        while True:
+            await asyncio.sleep(connections.RENEW_SECONDS)
+            await connections.renew(self.principal.organization.pk, self.connection_id)
 
     async def _authenticate(self):
         headers = {k.decode().lower(): v.decode() for k, v in self.scope.get("headers", [])}
@@ -74,6 +110,7 @@ class SpeechStreamConsumer(AsyncWebsocketConsumer):
             task.cancel()
         if hasattr(self, "connection_id"):
             await get_async_redis().zrem(WS_CONNECTIONS, self.connection_id)
+            await connections.release(self.principal.organization.pk, self.connection_id)
         if getattr(self, "current", None) and self.current.get("job_id"):
             await abandon(self.current["job_id"])  # unless others listen to it
 

@@ -1,5 +1,6 @@
-"""Held load on one web process: many WebSocket connections synthesising at once all get their
-audio and a clean end — none dropped without a close frame, none left without an answer."""
+"""Held load on one web process: 200 WebSocket connections synthesising at once all get their
+audio and a clean end — none dropped without a close frame, none left without an answer — and
+the web process's memory stays bounded."""
 
 from __future__ import annotations
 
@@ -14,7 +15,16 @@ from tests.conftest import make_persona
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-CONNECTIONS = 120
+
+def rss(pid: int) -> int:
+    """Resident memory of a process, in bytes (Linux)."""
+    with open(f"/proc/{pid}/status") as status:
+        line = next(line for line in status if line.startswith("VmRSS:"))
+    return int(line.split()[1]) * 1024
+
+
+CONNECTIONS = 200  # TTS_WS_MAX_PER_ORG's default: one organization at its cap
+WEB_RSS_GROWTH_BYTES = 120 * 1024 * 1024
 
 
 def test_many_connections_speaking_at_once_all_get_their_audio(live_stack):
@@ -40,7 +50,11 @@ def test_many_connections_speaking_at_once_all_get_their_audio(live_stack):
     async def crowd():
         return await asyncio.gather(*(one() for _ in range(CONNECTIONS)), return_exceptions=True)
 
+    before = rss(live_stack.web.popen.pid)
     results = asyncio.run(crowd())
+    grown = rss(live_stack.web.popen.pid) - before
+    print(f"web RSS {before / 2**20:.0f} MiB, +{grown / 2**20:.0f} MiB after {CONNECTIONS} connections")
+    assert grown < WEB_RSS_GROWTH_BYTES
     failures = [r for r in results if isinstance(r, BaseException) or r[0] != "end"]
     assert not failures, failures[:5]
     assert all(audio > 0 for _, audio in results)
