@@ -128,6 +128,26 @@ def test_websockets_still_upgrade_on_the_h11_server(live_stack, owner):
     assert asyncio.run(ready())["type"] == "ready"
 
 
+def test_a_websocket_handshake_with_110_headers_is_refused_before_any_consumer_runs(live_stack, owner):
+    url = live_stack.base_url.replace("http://", "ws://") + "/v1/audio/stream"
+    # Over MAX_HEADERS (100); past 128 the server's own WebSocket parser already refuses a handshake.
+    headers = [("Authorization", f"Bearer {owner.key}")] + [(f"X-Field-{i}", "1") for i in range(110)]
+
+    async def handshake():
+        async with websockets.connect(url, additional_headers=headers):
+            pass
+
+    with pytest.raises(websockets.InvalidStatus) as refused:
+        asyncio.run(handshake())
+    assert refused.value.response.status_code == 403
+
+    async def within_the_limit() -> dict:
+        async with websockets.connect(url, additional_headers=headers[:50]) as ws:
+            return json.loads(await asyncio.wait_for(ws.recv(), 30))
+
+    assert asyncio.run(within_the_limit())["type"] == "ready"
+
+
 def dockerfile_command() -> list[str]:
     (line,) = [line for line in (ROOT / "deploy" / "Dockerfile").read_text().splitlines() if line.startswith("CMD")]
     return json.loads(line.removeprefix("CMD"))

@@ -16,8 +16,11 @@ django_application = get_asgi_application()  # sets Django up before the consume
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 
 from synthesis.routing import websocket_urlpatterns  # noqa: E402
+from tts_saas.limits import WebSocketHeaderLimits  # noqa: E402
 
-application = ProtocolTypeRouter({"http": django_application, "websocket": URLRouter(websocket_urlpatterns)})
+application = ProtocolTypeRouter(
+    {"http": django_application, "websocket": WebSocketHeaderLimits(URLRouter(websocket_urlpatterns))}
+)
 
 if os.environ.get("TTS_PRELOAD_TEXT", "1") == "1":
     # WeTextProcessing's grammars take ~2 s to load: do it at start, not on the first request.

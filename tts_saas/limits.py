@@ -35,7 +35,10 @@ def _fields(request) -> list[tuple[bytes, bytes]]:
 
 
 def header_problem(request) -> str | None:
-    fields = _fields(request)
+    return fields_problem(_fields(request))
+
+
+def fields_problem(fields: list[tuple[bytes, bytes]]) -> str | None:
     if len(fields) > MAX_HEADERS:
         return f"The request has too many header fields: at most {MAX_HEADERS} are accepted."
     size = sum(len(name) + len(value) + 4 for name, value in fields)  # "name: value\r\n"
@@ -80,3 +83,18 @@ class BodyLimitsMiddleware(RequestCheckMiddleware):
     def refuse(self, request):
         problem = body_problem(request)
         return error_response(413, problem, "request_too_large") if problem else None
+
+
+class WebSocketHeaderLimits:
+    """The same limits for WebSocket handshakes, which never pass through Django's middleware: an
+    ASGI wrapper that refuses the handshake (the server answers 403) before any consumer runs."""
+
+    def __init__(self, app):
+        self.app = app
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] == "websocket" and fields_problem(list(scope.get("headers", []))):
+            await receive()  # websocket.connect
+            await send({"type": "websocket.close", "code": 1008})
+            return None
+        return await self.app(scope, receive, send)
