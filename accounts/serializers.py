@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from django.utils import timezone
+from drf_spectacular.utils import extend_schema_serializer
 from rest_framework import serializers
 
 from .models import KEY_SCHEME, ApiKey
@@ -17,6 +18,22 @@ class ApiKeySerializer(serializers.ModelSerializer):
 
     def get_redacted(self, key: ApiKey) -> str:
         return f"{KEY_SCHEME}_{key.prefix}_…"
+
+
+class ApiKeyCreatedSerializer(ApiKeySerializer):
+    """A new key as created: the only response that carries the secret."""
+
+    key = serializers.CharField(read_only=True, help_text="The key itself (tts_<id>_<secret>); shown this once.")
+
+    class Meta(ApiKeySerializer.Meta):
+        fields = [*ApiKeySerializer.Meta.fields, "key"]
+
+
+@extend_schema_serializer(many=False)  # the whole body, though the action is a list
+class ApiKeyListSerializer(serializers.Serializer):
+    object = serializers.ChoiceField(choices=["list"])
+    # DRF takes declared fields off the class, so `data` the property stays; the stubs don't know.
+    data = ApiKeySerializer(many=True)  # type: ignore[assignment]
 
 
 class ApiKeyCreateSerializer(serializers.Serializer):

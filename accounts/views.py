@@ -6,16 +6,22 @@ from __future__ import annotations
 import re
 
 from django.http import Http404
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import extend_schema, extend_schema_view
 from rest_framework import mixins, status, viewsets
 from rest_framework.permissions import BasePermission
 from rest_framework.response import Response
 
-from tts_saas.errors import ApiError
+from tts_saas.errors import ApiError, error_responses
 
 from . import actions
 from .models import PREFIX_LENGTH, ApiKey
-from .serializers import ApiKeyCreateSerializer, ApiKeySerializer, WebhookSecretSerializer
+from .serializers import (
+    ApiKeyCreatedSerializer,
+    ApiKeyCreateSerializer,
+    ApiKeyListSerializer,
+    ApiKeySerializer,
+    WebhookSecretSerializer,
+)
 from .tenancy import TenantScopedViewSet
 
 KEY_ID = re.compile(rf"[A-Za-z0-9]{{{PREFIX_LENGTH}}}")  # a key's public id: its prefix
@@ -36,6 +42,26 @@ class ManagesWebhookSecret(IsOrganizationAdmin):
     what = "The webhook signing secret"
 
 
+ADMIN_ONLY = {403: "Needs an admin key (or the organization is suspended)."}
+NO_KEY = {404: "No API key with that id in this organization."}
+
+
+@extend_schema_view(
+    list=extend_schema(responses={200: ApiKeyListSerializer, **error_responses(ADMIN_ONLY)}),
+    create=extend_schema(
+        request=ApiKeyCreateSerializer,
+        responses={
+            201: ApiKeyCreatedSerializer,
+            **error_responses({400: "The request body is not valid.", **ADMIN_ONLY}),
+        },
+    ),
+    retrieve=extend_schema(responses={200: ApiKeySerializer, **error_responses({**ADMIN_ONLY, **NO_KEY})}),
+    destroy=extend_schema(
+        summary="Revoke an API key",
+        description="The key is refused from then on; the response is the key as revoked.",
+        responses={200: ApiKeySerializer, **error_responses({**ADMIN_ONLY, **NO_KEY})},
+    ),
+)
 class ApiKeyViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, TenantScopedViewSet):
     model = ApiKey
     serializer_class = ApiKeySerializer
@@ -81,7 +107,9 @@ class WebhookSecretViewSet(viewsets.GenericViewSet):
     serializer_class = WebhookSecretSerializer
     permission_classes = [ManagesWebhookSecret]
 
-    @extend_schema(summary="The webhook signing secret")
+    @extend_schema(
+        summary="The webhook signing secret", responses={200: WebhookSecretSerializer, **error_responses(ADMIN_ONLY)}
+    )
     def retrieve(self, request):
         return Response(WebhookSecretSerializer(request.user.organization).data)
 
@@ -89,6 +117,7 @@ class WebhookSecretViewSet(viewsets.GenericViewSet):
         summary="Rotate the webhook signing secret",
         description="A new secret; callbacks carry a signature with the previous one too for 24 hours.",
         request=None,
+        responses={200: WebhookSecretSerializer, **error_responses(ADMIN_ONLY)},
     )
     def rotate(self, request):
         org = request.user.organization

@@ -5,13 +5,13 @@ from __future__ import annotations
 from datetime import UTC, date
 
 from django.utils import timezone
-from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import extend_schema, extend_schema_serializer
 from rest_framework import serializers
 from rest_framework.decorators import api_view
 from rest_framework.response import Response
 
 from accounts.tenancy import TenantScopedViewSet
+from tts_saas.errors import error_responses
 
 from .models import UsageEvent
 from .usage import month_summary, usage_report
@@ -39,13 +39,62 @@ class UsageQuerySerializer(serializers.Serializer):
         return attrs
 
 
+# The serializers below document responses built in billing.usage; the schema fuzzing tests hold
+# the responses to them.
+
+
+class UsageTotalsSerializer(serializers.Serializer):
+    requests = serializers.IntegerField()
+    failed_requests = serializers.IntegerField()
+    cached_requests = serializers.IntegerField()
+    characters = serializers.IntegerField()
+    audio_seconds = serializers.FloatField()
+
+
+class UsageRowSerializer(UsageTotalsSerializer):
+    date = serializers.DateField(required=False, help_text="group_by=day")
+    key_id = serializers.CharField(required=False, allow_null=True, help_text="group_by=key; null: no key (deleted)")
+    key_name = serializers.CharField(required=False, allow_null=True, help_text="group_by=key")
+
+
+@extend_schema_serializer(many=False)  # the whole body, though the action is a list
+class UsageReportSerializer(serializers.Serializer):
+    start = serializers.DateField()
+    end = serializers.DateField()
+    group_by = serializers.ChoiceField(choices=["day", "key"])
+    # DRF takes declared fields off the class, so `data` the property stays; the stubs don't know.
+    data = UsageRowSerializer(many=True)  # type: ignore[assignment]
+    total = UsageTotalsSerializer()
+
+
+class PlanSerializer(serializers.Serializer):
+    id = serializers.CharField()
+    name = serializers.CharField()
+
+
+class SubscriptionSerializer(serializers.Serializer):
+    plan = PlanSerializer()
+    character_count = serializers.IntegerField()
+    character_reserved = serializers.IntegerField()
+    character_limit = serializers.IntegerField()
+    next_character_count_reset_unix = serializers.IntegerField()
+    next_character_count_reset = serializers.DateTimeField()
+    requests_per_minute = serializers.IntegerField()
+    concurrent_jobs = serializers.IntegerField()
+    jobs_in_flight = serializers.IntegerField()
+    max_input_characters = serializers.IntegerField()
+
+
 class UsageViewSet(TenantScopedViewSet):
     """GET /v1/usage?start=YYYY-MM-DD&end=YYYY-MM-DD&group_by=day|key (dates in UTC, inclusive)."""
 
     model = UsageEvent
     serializer_class = UsageQuerySerializer
 
-    @extend_schema(parameters=[UsageQuerySerializer], responses=OpenApiTypes.OBJECT)
+    @extend_schema(
+        parameters=[UsageQuerySerializer],
+        responses={200: UsageReportSerializer, **error_responses({400: "Invalid query."})},
+    )
     def list(self, request):
         query = UsageQuerySerializer(data=request.query_params)
         query.is_valid(raise_exception=True)
@@ -53,7 +102,7 @@ class UsageViewSet(TenantScopedViewSet):
         return Response(usage_report(self.get_queryset(), start, end, group_by))
 
 
-@extend_schema(responses=OpenApiTypes.OBJECT)
+@extend_schema(responses=SubscriptionSerializer)
 @api_view(["GET"])
 def subscription(request):
     """GET /v1/subscription — plan, this month's characters against the quota, reset time, limits."""

@@ -3,15 +3,20 @@
 from __future__ import annotations
 
 import math
+from typing import Literal
 
 from django.conf import settings
+from django.core.validators import MaxLengthValidator, RegexValidator
+from drf_spectacular.utils import extend_schema_field, extend_schema_serializer
 from rest_framework import serializers
+from rest_framework.fields import empty
 
 from inference.text import REFINE_TAG
 from inference.voices import VOICES
 
 from .audio import FORMATS
 from .callbacks import url_problem
+from .models import Job
 
 
 def speed_level(speed: float) -> int:
@@ -32,63 +37,126 @@ class StrictCharField(serializers.CharField):
         return super().to_internal_value(data)
 
 
+class StrictChoiceField(serializers.ChoiceField):
+    """One of `choices`, as a string (ChoiceField would take 42 for "42"). Refused with the
+    `invalid_choice` message, which may name {input} and the {choices}; the choices are the
+    schema's enum."""
+
+    def to_internal_value(self, data):
+        if not isinstance(data, str):
+            raise serializers.ValidationError("Must be a string.", code="invalid_type")
+        if data == "" and self.allow_blank:
+            return data
+        if data not in self.choices:
+            choices = ", ".join(str(c) for c in self.choices if c)
+            raise serializers.ValidationError(self.error_messages["invalid_choice"].format(input=data, choices=choices))
+        return data
+
+
+class InputLengthValidator(MaxLengthValidator):
+    """At most TTS_MAX_INPUT_CHARS characters, read when validating (and when the schema's
+    maxLength is generated)."""
+
+    code = "string_above_max_length"
+    message = "Input is %(show_value)d characters; the maximum is %(limit_value)d."
+
+    def __init__(self):
+        super().__init__(lambda: settings.TTS_MAX_INPUT_CHARS)
+
+
+class InputField(StrictCharField):
+    """The text to speak: something not whitespace, at most TTS_MAX_INPUT_CHARS characters. Blank
+    is refused like any other invalid value (DRF's own refusal has a code of its own, "blank")."""
+
+    not_blank = RegexValidator(r"\S", "Input must not be empty.")
+
+    def __init__(self, **kwargs):
+        super().__init__(trim_whitespace=False, validators=[self.not_blank, InputLengthValidator()], **kwargs)
+
+    def run_validation(self, data=empty):
+        if data == "":
+            raise serializers.ValidationError(self.not_blank.message)
+        return super().run_validation(data)
+
+
+class SpeedField(serializers.FloatField):
+    """OpenAI's speed, 0.25–4.0: out of range is one message naming both ends (DRF's min/max
+    validators would give two). The bounds are set after DRF's init, so that they are documented
+    without adding those validators."""
+
+    LOW, HIGH = 0.25, 4.0
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.min_value, self.max_value = self.LOW, self.HIGH
+
+    def to_internal_value(self, data):
+        value = super().to_internal_value(data)
+        if not self.LOW <= value <= self.HIGH:
+            raise serializers.ValidationError(f"Speed must be between {self.LOW} and {self.HIGH}.")
+        return value
+
+
+@extend_schema_serializer(component_name="Speech")  # a request body: documented as SpeechRequest
 class SpeechRequestSerializer(serializers.Serializer):
-    model = StrictCharField(required=False, default="")
-    input = StrictCharField(trim_whitespace=False, allow_blank=True)
-    voice = StrictCharField(required=False, default="alloy")
-    response_format = StrictCharField(required=False, default="mp3")
-    speed = serializers.FloatField(required=False, default=1.0)
-    instructions = StrictCharField(required=False, allow_blank=True)  # accepted, not used by ChatTTS
+    model = StrictChoiceField(
+        choices=model_names(),
+        required=False,
+        allow_blank=True,  # "" is the default model too
+        default=settings.TTS_MODEL_NAME,
+        error_messages={"invalid_choice": "Unknown model '{input}'. Valid models: {choices}."},
+    )
+    input = InputField(help_text="Text; inline tags like [laugh].")
+    voice = StrictChoiceField(
+        choices=[(v.name, v.description) for v in VOICES.values()],
+        required=False,
+        default="alloy",
+        error_messages={"invalid_choice": "Unknown voice '{input}'. Valid voices: {choices}."},
+    )
+    response_format = StrictChoiceField(
+        choices=FORMATS,
+        required=False,
+        default="mp3",
+        error_messages={"invalid_choice": "Unsupported response_format '{input}'. Valid formats: {choices}."},
+    )
+    speed = SpeedField(required=False, default=1.0)
+    instructions = StrictCharField(required=False, allow_blank=True, help_text="Accepted; ChatTTS does not use it.")
     # ChatTTS options.
-    seed = serializers.IntegerField(required=False, allow_null=True, default=None, min_value=0, max_value=2**31 - 1)
+    seed = serializers.IntegerField(
+        required=False,
+        allow_null=True,
+        default=None,
+        min_value=0,
+        max_value=2**31 - 1,
+        help_text="Reproducible output, which the audio cache may answer.",
+    )
     temperature = serializers.FloatField(required=False, default=0.3, min_value=0.01, max_value=2.0)
     top_p = serializers.FloatField(required=False, default=0.7, min_value=0.01, max_value=1.0)
     top_k = serializers.IntegerField(required=False, default=20, min_value=1, max_value=100)
     refine_text = serializers.BooleanField(required=False, default=False)
-    refine_prompt = StrictCharField(required=False, default="", allow_blank=True)
-    # "audio": the audio bytes, streamed as generated; "sse": OpenAI's speech.audio.delta events.
-    stream_format = serializers.ChoiceField(choices=["audio", "sse"], required=False, default="audio")
+    refine_prompt = StrictCharField(
+        required=False,
+        default="",
+        allow_blank=True,
+        validators=[
+            RegexValidator(
+                REFINE_TAG, "refine_prompt takes ChatTTS refinement tags only, e.g. '[oral_2][laugh_0][break_4]'."
+            )
+        ],
+    )
+    stream_format = serializers.ChoiceField(
+        choices=["audio", "sse"],
+        required=False,
+        default="audio",
+        help_text="audio: the audio bytes, streamed as generated; sse: speech.audio.delta events, then "
+        "speech.audio.done.",
+    )
 
     def validate_model(self, value: str) -> str:
-        if value and value not in model_names():
-            raise serializers.ValidationError(f"Unknown model '{value}'. Valid models: {', '.join(model_names())}.")
-        return settings.TTS_MODEL_NAME
-
-    def validate_input(self, value: str) -> str:
-        if not value.strip():
-            raise serializers.ValidationError("Input must not be empty.")
-        limit = settings.TTS_MAX_INPUT_CHARS
-        if len(value) > limit:
-            raise serializers.ValidationError(
-                f"Input is {len(value)} characters; the maximum is {limit}.", code="string_above_max_length"
-            )
-        return value
-
-    def validate_voice(self, value: str) -> str:
-        if value not in VOICES:
-            raise serializers.ValidationError(f"Unknown voice '{value}'. Valid voices: {', '.join(VOICES)}.")
-        return value
-
-    def validate_response_format(self, value: str) -> str:
-        if value not in FORMATS:
-            raise serializers.ValidationError(
-                f"Unsupported response_format '{value}'. Valid formats: {', '.join(FORMATS)}."
-            )
-        return value
-
-    def validate_speed(self, value: float) -> float:
-        if not (0.25 <= value <= 4.0) or math.isnan(value):
-            raise serializers.ValidationError("Speed must be between 0.25 and 4.0.")
-        return value
-
-    def validate_refine_prompt(self, value: str) -> str:
-        if value and not REFINE_TAG.match(value):
-            raise serializers.ValidationError(
-                "refine_prompt takes ChatTTS refinement tags only, e.g. '[oral_2][laugh_0][break_4]'."
-            )
-        return value
+        return settings.TTS_MODEL_NAME  # every accepted name is this model
 
 
+@extend_schema_serializer(component_name="Job")  # a request body: documented as JobRequest
 class JobRequestSerializer(SpeechRequestSerializer):
     callback_url = serializers.URLField(required=False, default="", allow_blank=True, max_length=2000)
 
@@ -99,10 +167,28 @@ class JobRequestSerializer(SpeechRequestSerializer):
         return value
 
 
+class JobErrorSerializer(serializers.Serializer):
+    code = serializers.CharField(allow_null=True)
+    message = serializers.CharField()
+
+
+class CallbackAttemptSerializer(serializers.Serializer):
+    at = serializers.DateTimeField()
+    status = serializers.IntegerField(allow_null=True, help_text="The receiver's HTTP status; null when none came.")
+    error = serializers.CharField(allow_null=True)
+
+
+class JobUrlsSerializer(serializers.Serializer):
+    self = serializers.CharField()
+    audio = serializers.CharField()
+    stream = serializers.CharField()
+    cancel = serializers.CharField()
+
+
 class JobSerializer(serializers.Serializer):
     id = serializers.UUIDField()
     object = serializers.SerializerMethodField()
-    status = serializers.CharField()
+    status = serializers.ChoiceField(choices=Job.Status.choices)
     progress = serializers.FloatField()
     model = serializers.CharField()
     voice = serializers.CharField()
@@ -110,19 +196,83 @@ class JobSerializer(serializers.Serializer):
     characters = serializers.IntegerField()
     audio_seconds = serializers.FloatField()
     created_at = serializers.DateTimeField()
-    started_at = serializers.DateTimeField()
-    finished_at = serializers.DateTimeField()
+    started_at = serializers.DateTimeField(allow_null=True)
+    finished_at = serializers.DateTimeField(allow_null=True)
     error = serializers.SerializerMethodField()
     callback_url = serializers.CharField()
-    callback_attempts = serializers.JSONField()
+    callback_attempts = serializers.SerializerMethodField()
     urls = serializers.SerializerMethodField()
 
-    def get_object(self, job) -> str:
+    def get_object(self, job) -> Literal["job"]:
         return "job"
 
+    @extend_schema_field(JobErrorSerializer(allow_null=True))
     def get_error(self, job) -> dict | None:
         return {"code": job.error_code, "message": job.error_message} if job.error_code else None
 
+    @extend_schema_field(CallbackAttemptSerializer(many=True))
+    def get_callback_attempts(self, job) -> list:
+        return job.callback_attempts
+
+    @extend_schema_field(JobUrlsSerializer)
     def get_urls(self, job) -> dict:
         base = f"/v1/jobs/{job.id}"
         return {"self": base, "audio": f"{base}/audio", "stream": f"{base}/stream", "cancel": f"{base}/cancel"}
+
+
+# The serializers below describe responses built elsewhere; the OpenAPI schema is generated from
+# them, and the schema fuzzing tests hold the responses to it.
+
+
+@extend_schema_serializer(many=False)  # the whole body, though the action is a list
+class JobListSerializer(serializers.Serializer):
+    object = serializers.ChoiceField(choices=["list"])
+    data = JobSerializer(many=True)
+    has_more = serializers.BooleanField()
+
+
+class JobStreamQuerySerializer(serializers.Serializer):
+    format = serializers.ChoiceField(choices=FORMATS, default="pcm")
+    stream_format = serializers.ChoiceField(choices=["audio", "sse"], default="audio")
+
+
+class SpeechUsageSerializer(serializers.Serializer):
+    input_tokens = serializers.IntegerField()
+    output_tokens = serializers.IntegerField()
+    total_tokens = serializers.IntegerField()
+    characters = serializers.IntegerField()
+    audio_seconds = serializers.FloatField()
+
+
+class SpeechAudioDeltaSerializer(serializers.Serializer):
+    type = serializers.ChoiceField(choices=["speech.audio.delta"])
+    audio = serializers.CharField(help_text="The next bytes of the audio file (response_format), base64-encoded.")
+
+
+class SpeechAudioDoneSerializer(serializers.Serializer):
+    type = serializers.ChoiceField(choices=["speech.audio.done"])
+    usage = SpeechUsageSerializer()
+
+
+class SpeechStreamErrorSerializer(serializers.Serializer):
+    """The audio cannot continue (the status line has gone out: this is how the stream says so)."""
+
+    type = serializers.ChoiceField(choices=["error"])
+    error = JobErrorSerializer()
+
+
+class VoiceSerializer(serializers.Serializer):
+    voice_id = serializers.CharField()
+    name = serializers.CharField()
+    description = serializers.CharField()
+
+
+class VoiceListSerializer(serializers.Serializer):
+    object = serializers.ChoiceField(choices=["list"])
+    data = VoiceSerializer(many=True)
+
+
+class StreamTicketSerializer(serializers.Serializer):
+    ticket = serializers.CharField()
+    expires_in = serializers.IntegerField(help_text="Seconds the ticket is valid for.")
+    url = serializers.CharField(help_text="The WebSocket URL to open with it.")

@@ -10,9 +10,7 @@ import logging
 from asgiref.sync import async_to_sync
 from django.http import FileResponse, HttpRequest, HttpResponse, StreamingHttpResponse
 from django.views.decorators.csrf import csrf_exempt
-from django.views.decorators.http import require_GET, require_POST
-from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import extend_schema, extend_schema_view
 from rest_framework import mixins, serializers, status
 from rest_framework.decorators import action, api_view
 from rest_framework.response import Response
@@ -24,7 +22,7 @@ from billing.limits import limits_for
 from billing.policy import aauthorize
 from inference.text import SAMPLES_PER_TOKEN
 from inference.voices import VOICES
-from tts_saas.errors import ApiError, validation_error
+from tts_saas.errors import ApiError, error_responses, require_methods, validation_error
 from tts_saas.parsers import load_json
 from tts_saas.threads import in_thread
 
@@ -32,8 +30,16 @@ from . import audio
 from .feed import JobAudioFeed
 from .jobs import Submission, cancel_job, request_digest
 from .models import Job
+from .openapi import JobStreamDoc, SpeechDoc, audio_responses, documented_by
 from .prepared import CachedSpeech, enforce_plan_limits, prepare_speech
-from .serializers import JobRequestSerializer, JobSerializer, SpeechRequestSerializer
+from .serializers import (
+    JobListSerializer,
+    JobRequestSerializer,
+    JobSerializer,
+    SpeechRequestSerializer,
+    StreamTicketSerializer,
+    VoiceListSerializer,
+)
 from .speech import abandon, admit_job, speak
 
 logger = logging.getLogger(__name__)
@@ -121,8 +127,9 @@ def audio_response(feed: JobAudioFeed, fmt: str, sse: bool, owner: bool) -> Stre
     return response
 
 
+@documented_by(SpeechDoc)
 @csrf_exempt
-@require_POST
+@require_methods("POST")
 @api_errors
 async def speech(request: HttpRequest) -> HttpResponse:
     """POST /v1/audio/speech — OpenAI-compatible. A cache hit returns the whole file; otherwise
@@ -164,7 +171,9 @@ async def speech(request: HttpRequest) -> HttpResponse:
     return response
 
 
-@require_GET
+@documented_by(JobStreamDoc)
+@csrf_exempt  # a bearer-key API: another method is a 405, not a CSRF page
+@require_methods("GET")
 @api_errors
 async def job_stream(request: HttpRequest, job_id) -> HttpResponse:
     """GET /v1/jobs/{id}/stream?format=pcm|wav|mp3|... — follow a job's audio from its start, live
@@ -185,7 +194,7 @@ async def job_stream(request: HttpRequest, job_id) -> HttpResponse:
     return audio_response(feed, fmt, request.GET.get("stream_format") == "sse", owner=False)
 
 
-@extend_schema(responses=OpenApiTypes.OBJECT)
+@extend_schema(responses=VoiceListSerializer)
 @api_view(["GET"])
 def voices(request) -> Response:
     """GET /v1/voices — the built-in voices."""
@@ -193,7 +202,7 @@ def voices(request) -> Response:
     return Response({"object": "list", "data": data})
 
 
-@extend_schema(request=None, responses=OpenApiTypes.OBJECT)
+@extend_schema(request=None, responses={201: StreamTicketSerializer})
 @api_view(["POST"])
 def stream_ticket(request) -> Response:
     """POST /v1/audio/stream/tickets — a single-use ticket for a browser WebSocket (60 s)."""
@@ -212,6 +221,42 @@ class JobListQuery(serializers.Serializer):
     offset = serializers.IntegerField(min_value=0, max_value=1_000_000, default=0)
 
 
+NO_JOB = {404: "No such job in this organization."}
+
+
+@extend_schema_view(
+    create=extend_schema(
+        request=JobRequestSerializer,
+        responses={
+            202: JobSerializer,
+            **error_responses(
+                {
+                    400: "The request body is not valid.",
+                    403: "The voice or response_format is not in the plan, or the organization is suspended.",
+                    409: "The Idempotency-Key was used with another body.",
+                    429: "Rate limit, concurrency cap or monthly character quota (Retry-After).",
+                    503: "The job queue is unavailable or at capacity (Retry-After).",
+                }
+            ),
+        },
+    ),
+    list=extend_schema(
+        parameters=[JobListQuery], responses={200: JobListSerializer, **error_responses({400: "Invalid query."})}
+    ),
+    retrieve=extend_schema(responses={200: JobSerializer, **error_responses(NO_JOB)}),
+    audio=extend_schema(
+        responses={
+            **audio_responses("The stored audio, in the job's response_format.", events=False),
+            **error_responses(
+                {
+                    404: "No such job in this organization, or its audio is not stored.",
+                    409: "The job has not succeeded.",
+                }
+            ),
+        }
+    ),
+    cancel=extend_schema(request=None, responses={202: JobSerializer, **error_responses(NO_JOB)}),
+)
 class JobViewSet(mixins.RetrieveModelMixin, TenantScopedViewSet):
     """Asynchronous jobs: submit, look up, list, fetch the audio, cancel."""
 

@@ -5,9 +5,21 @@ Views raise `ApiError`; DRF exceptions and Django's 404/500 handlers are mapped 
 
 from __future__ import annotations
 
+import functools
+import logging
+
+import redis.exceptions
+from asgiref.sync import iscoroutinefunction
+from django import db
 from django.core.exceptions import PermissionDenied
 from django.http import Http404, JsonResponse
+from drf_spectacular.utils import OpenApiResponse
 from rest_framework import exceptions as drf_exceptions
+from rest_framework import serializers
+
+from .middleware import SyncAndAsyncMiddleware
+
+logger = logging.getLogger(__name__)
 
 TYPES = {
     400: "invalid_request_error",
@@ -21,6 +33,25 @@ TYPES = {
     429: "rate_limit_error",
     503: "service_unavailable",
 }
+
+
+class ErrorDetailSerializer(serializers.Serializer):
+    message = serializers.CharField()
+    # Statuses not in TYPES: "api_error" from 500 up, "invalid_request_error" below.
+    type = serializers.ChoiceField(choices=sorted({*TYPES.values(), "api_error", "invalid_request_error"}))
+    param = serializers.CharField(allow_null=True, help_text="The request field at fault, if one is.")
+    code = serializers.CharField(allow_null=True, help_text="A stable machine-readable reason.")
+
+
+class ErrorSerializer(serializers.Serializer):
+    """The body of every error response; the OpenAPI schema documents it from here."""
+
+    error = ErrorDetailSerializer()
+
+
+def error_responses(descriptions: dict[int, str]) -> dict:
+    """`extend_schema` responses: each status with the error body, described as given."""
+    return {status: OpenApiResponse(ErrorSerializer, description=text) for status, text in descriptions.items()}
 
 
 class ApiError(Exception):
@@ -105,9 +136,63 @@ def drf_exception_handler(exc, context):
     return error_response(exc.status_code, str(exc.detail), exc.default_code)
 
 
+def require_methods(*methods: str):
+    """Django's require_http_methods, but the refusal is a 405 in the API's error shape (with
+    Allow), as DRF views give, rather than an empty text/html one. For sync and async views."""
+
+    def refuse(request):
+        message = f'Method "{request.method}" not allowed.'
+        return error_response(405, message, "method_not_allowed", headers={"Allow": ", ".join(methods)})
+
+    def decorator(view):
+        async def async_view(request, *args, **kwargs):
+            if request.method not in methods:
+                return refuse(request)
+            return await view(request, *args, **kwargs)
+
+        def sync_view(request, *args, **kwargs):
+            if request.method not in methods:
+                return refuse(request)
+            return view(request, *args, **kwargs)
+
+        return functools.wraps(view)(async_view if iscoroutinefunction(view) else sync_view)
+
+    return decorator
+
+
 def not_found(request, exception=None):
     return error_response(404, f"Unknown path: {request.path}", "not_found")
 
 
 def server_error(request):
     return error_response(500, "The server had an error while processing your request.", "server_error")
+
+
+# A backing service that is down or restarting: the request may succeed when retried.
+OUTAGES: tuple[type[Exception], ...] = (
+    redis.exceptions.ConnectionError,  # also a pool with no free connection in time
+    redis.exceptions.TimeoutError,
+    db.OperationalError,
+    db.InterfaceError,
+)
+OUTAGE_RETRY_AFTER = "5"
+
+
+class OutageMiddleware(SyncAndAsyncMiddleware):
+    """While Redis or the database is down (restarting, failing over), a view that needs it
+    answers 503 with Retry-After in the API's error shape instead of a 500; the clients' pools
+    reconnect by themselves once it is back."""
+
+    def __call__(self, request):
+        return self.get_response(request)
+
+    def process_exception(self, request, exception):
+        if not isinstance(exception, OUTAGES):
+            return None
+        logger.warning("backing service unavailable: %s", type(exception).__name__, extra={"path": request.path})
+        return error_response(
+            503,
+            "A backing service of this API is briefly unavailable. Try again shortly.",
+            "service_unavailable",
+            headers={"Retry-After": OUTAGE_RETRY_AFTER},
+        )

@@ -47,6 +47,7 @@ MIDDLEWARE = [
     "tts_saas.limits.BodyLimitsMiddleware",  # a body over TTS_MAX_BODY_BYTES: 413, never parsed
     "billing.ratelimit.RateLimitHeadersMiddleware",
     "tts_saas.metrics.MetricsMiddleware",
+    "tts_saas.errors.OutageMiddleware",  # Redis or the database down: 503 + Retry-After, not 500
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -165,9 +166,16 @@ SPECTACULAR_SETTINGS = {
     "TITLE": "tts_saas API",
     "DESCRIPTION": "Multi-tenant text-to-speech on ChatTTS; /v1/audio/speech is OpenAI-compatible.",
     "VERSION": "1.0.0",
+    # 3.1: its schemas are JSON Schema, which can say that an event's `data` holds JSON (contentSchema).
+    "OAS_VERSION": "3.1.0",
+    # Request bodies apart from responses: what a request must hold (non-blank strings) is documented.
+    "COMPONENT_SPLIT_REQUEST": True,
+    "PREPROCESSING_HOOKS": ["synthesis.openapi.add_stand_ins"],
+    "ENUM_NAME_OVERRIDES": {"ListObjectEnum": ["list"], "JobObjectEnum": ["job"]},
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
-        "synthesis.openapi.add_speech_endpoint",
+        "synthesis.openapi.frame_event_streams",
+        "synthesis.openapi.add_common_errors",
     ],
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
@@ -243,6 +251,7 @@ TTS_JOB_RETENTION_HOURS = envint("TTS_JOB_RETENTION_HOURS", 24 * 7)  # results a
 TTS_CALLBACK_MAX_ATTEMPTS = envint("TTS_CALLBACK_MAX_ATTEMPTS", 6)
 TTS_CALLBACK_BACKOFF_SECONDS = envfloat("TTS_CALLBACK_BACKOFF_SECONDS", 10)  # doubles each retry
 TTS_CALLBACK_ALLOW_PRIVATE = envbool("TTS_CALLBACK_ALLOW_PRIVATE", False)  # loopback/private targets (tests)
+TTS_WS_MAX_PER_ORG = envint("TTS_WS_MAX_PER_ORG", 200)  # open WebSocket connections per organization
 TTS_WS_BUFFER_BYTES = envint("TTS_WS_BUFFER_BYTES", 4 * 1024 * 1024)  # per WebSocket, then close
 MEDIA_ROOT = Path(envstr("MEDIA_ROOT", str(VAR_DIR / "media")))
 STORAGES = {
