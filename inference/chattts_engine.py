@@ -26,7 +26,7 @@ import numpy as np
 from . import checkpoint, requests
 from .batch import Audio, BatchRow, BatchSink, Event
 from .engine import ModelUnavailable, SynthesisParams, SynthesisRequest
-from .text import SAMPLE_RATE
+from .text import SAMPLE_RATE, normalizer_version
 
 if TYPE_CHECKING:
     from .generation import GPTParts
@@ -119,7 +119,8 @@ class ChatTTSEngine:
             fingerprint = json.dumps(chat.sha256_map, sort_keys=True)
         _set_precision(chat, precision)
         # The generation loop is part of the version: another loop gives other audio for a seed.
-        digest = hashlib.sha256((fingerprint + GENERATION).encode()).hexdigest()[:12]
+        # So is the normalisation of the text, which the worker does (cache keys hash the text as given).
+        digest = hashlib.sha256((fingerprint + GENERATION + normalizer_version()).encode()).hexdigest()[:12]
         # Another precision gives other audio: it is another model version (cache keys include it).
         suffix = ("" if precision == "fp32" else f"-{precision}") + ("-random" if random_weights else "")
         version = f"chattts-{digest}{suffix}"

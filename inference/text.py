@@ -1,15 +1,18 @@
-"""Text preparation before ChatTTS: control tags, normalisation, sentence splitting, token budgets.
+"""Text preparation before ChatTTS: control tags, sentence splitting, normalisation, token budgets.
 
-ChatTTS silently deletes what it cannot pronounce ("价格是100元" becomes "价格是元"), so numbers,
-dates, currencies and symbols are spelled out first with WeTextProcessing's Chinese and English
-grammars (shipped compiled in its wheel; no network, ~2 s to load once per process). Long text is
-split here at sentence boundaries rather than by ChatTTS's own `split_text`, which mutates the
-caller's parameters and changes later calls.
+Two steps, in two places. `prepare` (the web process, on every request) validates the control
+tags and splits the text at sentence boundaries into segments — rather than ChatTTS's own
+`split_text`, which mutates the caller's parameters and changes later calls. `normalize_segment`
+(the synthesis worker, per segment) spells out numbers, dates, currencies and symbols with
+WeTextProcessing's Chinese and English grammars, since ChatTTS silently deletes what it cannot
+pronounce ("价格是100元" becomes "价格是元"). The grammars take ~2 s and ~90 MB to load, once per
+process: only the workers load them, so a web process stays small.
 """
 
 from __future__ import annotations
 
 import functools
+import importlib.metadata
 import math
 import re
 import threading
@@ -68,6 +71,14 @@ def _refuse_unknown_tags(text: str) -> None:
         raise TextError(
             f"Unknown control tag(s) {', '.join(bad)}; allowed (case-sensitive): {', '.join(sorted(INLINE_TAGS))}."
         )
+
+
+def normalizer_version() -> str:
+    """Part of the model version (what a cached audio depends on): the grammars that spell out."""
+    try:
+        return "wetext-" + importlib.metadata.version("WeTextProcessing")
+    except importlib.metadata.PackageNotFoundError:
+        return "wetext-unknown"
 
 
 _normalizers: dict[str, object] = {}
@@ -165,22 +176,39 @@ def split_text(text: str) -> list[str]:
 
 @dataclass(frozen=True)
 class PreparedText:
-    normalized: str
-    segments: tuple[str, ...]
+    text: str  # as given, spaces tidied: what the cache key and identical-request sharing use
+    segments: tuple[str, ...]  # as given; the worker normalises each (`normalize_segment`)
 
     @property
     def max_audio_seconds(self) -> float:
-        return sum(token_budget(s) for s in self.segments) * SAMPLES_PER_TOKEN / SAMPLE_RATE
+        """The most audio the segments may become (loads the normalisers)."""
+        return sum(segment_budget(s) for s in self.segments) * SAMPLES_PER_TOKEN / SAMPLE_RATE
+
+
+def _has_words(segment: str) -> bool:
+    return any(ch.isalnum() for ch in TAG.sub("", segment))
 
 
 @functools.lru_cache(maxsize=4096)
 def prepare(text: str) -> PreparedText:
-    """Validate, normalise and split `text`. Memoised: normalising costs ~20 ms a sentence, and
-    repeated texts (greetings, prompts: what the audio cache serves) come back often."""
+    """Validate `text` and split it into segments (cheap: no normalisation). Memoised: repeated
+    texts (greetings, prompts: what the audio cache serves) come back often."""
     _refuse_unknown_tags(text)
-    normalized = normalize(text)
-    _refuse_unknown_tags(normalized)  # what reaches the model, whatever normalising made of the text
-    segments = split_text(normalized)
+    tidy = re.sub(r"[ \t]+", " ", text).strip()
+    segments = [s for s in split_text(tidy) if _has_words(s)]
     if not segments:
-        raise TextError("The input has nothing to say once normalised (only tags, spaces or symbols).")
-    return PreparedText(normalized=normalized, segments=tuple(segments))
+        raise TextError("The input has nothing to say (only tags, spaces or symbols).")
+    return PreparedText(text=tidy, segments=tuple(segments))
+
+
+@functools.lru_cache(maxsize=4096)
+def normalize_segment(segment: str) -> str:
+    """What the model reads for a segment: spelled out. Memoised (~20 ms a sentence)."""
+    normalized = normalize(segment)
+    _refuse_unknown_tags(normalized)  # what reaches the model, whatever normalising made of the text
+    return normalized
+
+
+def segment_budget(segment: str, speed: float = 1.0) -> int:
+    """The token budget of a prepared segment, from its spelled-out form ("1999" is four words)."""
+    return token_budget(normalize_segment(segment), speed)

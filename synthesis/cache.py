@@ -55,7 +55,8 @@ return evicted
 
 
 def segments_text(segments) -> str:
-    """The normalised text a cache key hashes: the job's segments, one per line."""
+    """The text a cache key hashes: the job's segments as given (split, spaces tidied), one per line.
+    The worker's spelling-out of them is part of the model version, which the key also holds."""
     return "\n".join(segments)
 
 

@@ -23,7 +23,8 @@ from django.conf import settings
 from billing.limits import limits_for
 from inference.chattts_engine import ChatTTSEngine, check_model_dir
 from inference.engine import ModelUnavailable
-from inference.text import TOKENS_PER_SECOND
+from inference.text import TOKENS_PER_SECOND, TextError
+from inference.text import preload as preload_normalizers
 from tts_saas.request_id import request_id_var
 
 from . import callbacks, maintenance, worker_metrics, workers
@@ -69,6 +70,7 @@ def load_engine() -> None:
             precision=settings.TTS_PRECISION,
             threads=settings.TTS_TORCH_THREADS,
         )
+        preload_normalizers()  # ~2 s: at start, not on the first job
         if settings.TTS_WARMUP:
             engine.warm_up()
     except ModelUnavailable as exc:
@@ -122,7 +124,12 @@ def synthesize_job(job_id: str) -> None:
         fail_job(job, 503, "model_unavailable", f"The speech model is unavailable: {reason}")
         return
     priority = limits_for(job.organization).queue_priority
-    _batcher.run(JobRun(job, _engine.model_version, priority))
+    try:
+        run = JobRun(job, _engine.model_version, priority)
+    except TextError as exc:  # what spelling out made of the text cannot be read (never seen so far)
+        fail_job(job, 400, "invalid_input", str(exc))
+        return
+    _batcher.run(run)
 
 
 @shared_task(name="synthesis.tasks.rescue_lost_jobs")

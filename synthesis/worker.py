@@ -16,7 +16,7 @@ from django.utils import timezone
 
 from inference.batch import BatchRow
 from inference.engine import SynthesisParams, pause, to_pcm16
-from inference.text import SAMPLE_RATE, token_budget
+from inference.text import SAMPLE_RATE, normalize_segment, token_budget
 
 from . import cache, capacity, streams, worker_metrics
 from .audio import encode
@@ -37,6 +37,8 @@ class JobRun:
         self.model_version = model_version
         self.priority = priority
         self.params = SynthesisParams(**job.params)
+        # What the model reads: each segment spelled out (raises TextError before anything is sent).
+        self.texts = [normalize_segment(segment) for segment in job.segments]
         self.total = len(job.segments)
         self.scheduled = 0  # segments handed to a batch
         self.completed: set[int] = set()  # segments generated to their end
@@ -68,7 +70,7 @@ class JobRun:
     def next_row(self) -> BatchRow:
         index = self.scheduled
         self.scheduled += 1
-        text = self.job.segments[index]
+        text = self.texts[index]
         return BatchRow(key=self.key(index), text=text, params=self.params, max_tokens=token_budget(text))
 
     # The engine's callbacks, routed here by segment.

@@ -54,7 +54,6 @@ def stack_env(redis_url: str, **extra: str) -> dict[str, str]:
         TTS_CALLBACK_ALLOW_PRIVATE="1",  # the tests' callback receiver listens on loopback
         TTS_CALLBACK_BACKOFF_SECONDS="0.5",
         PYTHONUNBUFFERED="1",
-        TTS_PRELOAD_TEXT="1",
     )
     env.update(extra)
     return env

@@ -186,7 +186,6 @@ def check_command(command: list[str], monkeypatch) -> None:
             routed = {r["queue"] for r in settings.CELERY_TASK_ROUTES.values()}
             assert option(command, "-Q") in routed | {settings.CELERY_TASK_DEFAULT_QUEUE}
     elif program == "uvicorn":
-        monkeypatch.setenv("TTS_PRELOAD_TEXT", "0")  # importing the ASGI module: skip the grammar warm-up
         application = import_from_string(args[0])
         assert settings.ASGI_APPLICATION == args[0].replace(":", ".")
         assert callable(application)

@@ -3,11 +3,8 @@
 from __future__ import annotations
 
 import os
-import threading
 
 from django.core.asgi import get_asgi_application
-
-from inference.text import preload
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tts_saas.settings")
 
@@ -21,7 +18,3 @@ from tts_saas.limits import WebSocketHeaderLimits  # noqa: E402
 application = ProtocolTypeRouter(
     {"http": django_application, "websocket": WebSocketHeaderLimits(URLRouter(websocket_urlpatterns))}
 )
-
-if os.environ.get("TTS_PRELOAD_TEXT", "1") == "1":
-    # WeTextProcessing's grammars take ~2 s to load: do it at start, not on the first request.
-    threading.Thread(target=preload, name="preload-normalisers", daemon=True).start()

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from inference import text as text_module
-from inference.text import INLINE_TAGS, TextError, prepare
+from inference.text import INLINE_TAGS, TextError, normalize_segment, prepare
 
 # ChatTTS's tokenizer's special tokens that are not user tags.
 CHATTTS_SPECIAL = [
@@ -31,8 +31,10 @@ CHATTTS_SPECIAL = [
 @pytest.fixture(autouse=True)
 def fresh_prepare():
     prepare.cache_clear()  # memoised: a test that patches normalize must not see another's result
+    normalize_segment.cache_clear()
     yield
     prepare.cache_clear()
+    normalize_segment.cache_clear()
 
 
 @pytest.mark.parametrize("tag", CHATTTS_SPECIAL + ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"])
@@ -80,7 +82,8 @@ def test_the_refusal_lists_the_allowed_tags():
 
 @pytest.mark.parametrize("tag", sorted(INLINE_TAGS))
 def test_every_documented_tag_passes_verbatim(tag):
-    assert tag in prepare(f"Hello {tag} world.").normalized
+    (segment,) = prepare(f"Hello {tag} world.").segments
+    assert tag in normalize_segment(segment)  # what the model reads
 
 
 def test_brackets_that_are_not_tags_stay_text():
@@ -89,5 +92,6 @@ def test_brackets_that_are_not_tags_stay_text():
 
 def test_a_tag_that_normalisation_would_produce_is_refused(monkeypatch):
     monkeypatch.setattr(text_module, "normalize", lambda text: "Hello [Stts] world.")
+    (segment,) = prepare("Hello world.").segments
     with pytest.raises(TextError, match=r"\[Stts\]"):
-        prepare("Hello world.")
+        normalize_segment(segment)

@@ -1,7 +1,11 @@
 """Text preparation: numbers and symbols survive normalisation; long text is split at sentence
-boundaries; every segment gets a bounded token budget."""
+boundaries; every segment gets a bounded token budget. The web process splits; only the workers
+load the normalisers."""
 
 from __future__ import annotations
+
+import subprocess
+import sys
 
 import pytest
 
@@ -11,6 +15,7 @@ from inference.text import (
     estimate_seconds,
     normalize,
     prepare,
+    segment_budget,
     split_text,
     token_budget,
 )
@@ -47,9 +52,25 @@ def test_unknown_control_tag_is_rejected_by_name():
         prepare("hello [shout] world")
 
 
-def test_text_with_nothing_to_say_is_rejected():
+@pytest.mark.parametrize("text", ["[laugh] [uv_break]", "  ", "... !!! ---"])
+def test_text_with_nothing_to_say_is_rejected(text):
     with pytest.raises(TextError):
-        prepare("[laugh] [uv_break]")
+        prepare(text)
+
+
+def test_a_segments_budget_counts_its_spelled_out_form():
+    (segment,) = prepare("Call 1234567890 now.").segments
+    assert segment_budget(segment) > token_budget(segment)
+
+
+def test_preparing_text_does_not_load_the_normalisers():
+    """The web process prepares every request: it must stay free of the ~90 MB of grammars."""
+    code = (
+        "import sys; from inference.text import prepare; prepare('It costs $12.50, 3 cats.'); "
+        "print(any(m.startswith('tn.') or m == 'tn' for m in sys.modules))"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert result.stdout.strip() == "False"
 
 
 def test_short_text_is_one_segment():
