@@ -157,16 +157,30 @@ class ChatTTSEngine:
 
     # The batch path.
 
-    def generate_batch(self, rows: list[BatchRow], sink: BatchSink, chunk_tokens: int = 24) -> None:
+    def generate_batch(
+        self,
+        rows: list[BatchRow],
+        sink: BatchSink,
+        chunk_tokens: int = 24,
+        more: Callable[[int], list[BatchRow]] | None = None,
+    ) -> None:
         """Run `rows` (any texts, voices, seeds, sampling settings, speeds, budgets) as one batch to
-        its end, reporting each row's audio chunks and its end to `sink` as they happen."""
-        for event in self.run_rows(rows, sink.stop_requested, chunk_tokens):
+        its end, reporting each row's audio chunks and its end to `sink` as they happen. `more`
+        (continuous batching): asked between steps with the number of rows generating, it returns
+        rows that join the running batch at once (keys unique among all the batch's rows)."""
+        for event in self.run_rows(rows, sink.stop_requested, chunk_tokens, more):
             if isinstance(event, Audio):
                 sink.audio(event.key, event.samples)
             else:
                 sink.done(event.key, event.tokens)
 
-    def run_rows(self, rows: list[BatchRow], stop: Callable[[str], bool], chunk_tokens: int = 24) -> Iterator[Event]:
+    def run_rows(
+        self,
+        rows: list[BatchRow],
+        stop: Callable[[str], bool],
+        chunk_tokens: int = 24,
+        more: Callable[[int], list[BatchRow]] | None = None,
+    ) -> Iterator[Event]:
         """`generate_batch` as an iterator of events (what `synthesize` and `stream` consume)."""
         from . import runner  # noqa: PLC0415  (torch/ChatTTS: worker processes only)
         from .generation import RowPlan  # noqa: PLC0415  (torch/ChatTTS: worker processes only)
@@ -177,22 +191,32 @@ class ChatTTSEngine:
             raise ValueError("chunk_tokens must be at least 1")
         if not rows:
             return
-        emb, attention_mask = self._prompts(rows)
-        plans = [
-            RowPlan(
-                key=r.key,
-                seed=r.params.seed,
-                temperature=r.params.temperature,
-                top_p=r.params.top_p,
-                top_k=r.params.top_k,
-                max_tokens=r.max_tokens,
-                min_tokens=r.max_tokens if self.fixed_length else 0,
-            )
-            for r in rows
-        ]
-        use_decoder = [r.params.use_decoder for r in rows]
+
+        def planned(batch: list[BatchRow]):
+            emb, attention_mask = self._prompts(batch)
+            plans = [
+                RowPlan(
+                    key=r.key,
+                    seed=r.params.seed,
+                    temperature=r.params.temperature,
+                    top_p=r.params.top_p,
+                    top_k=r.params.top_k,
+                    max_tokens=r.max_tokens,
+                    min_tokens=r.max_tokens if self.fixed_length else 0,
+                )
+                for r in batch
+            ]
+            return emb, attention_mask, plans, [r.params.use_decoder for r in batch]
+
+        def admit(live: int):
+            joining = more(live) if more is not None else []
+            return planned(joining) if joining else None
+
+        emb, attention_mask, plans, use_decoder = planned(rows)
         parts = self._gpt_parts()
-        yield from runner.run(parts, self._decode, emb, attention_mask, plans, use_decoder, chunk_tokens, stop)
+        yield from runner.run(
+            parts, self._decode, emb, attention_mask, plans, use_decoder, chunk_tokens, stop, admit if more else None
+        )
 
     def _prompts(self, rows: list[BatchRow]):
         """The rows' prompt embeddings (left-padded) with each row's own speaker embedding, as

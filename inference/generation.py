@@ -96,10 +96,11 @@ def warp(logits: torch.Tensor, top_p: torch.Tensor, top_k: torch.Tensor) -> torc
 
 def penalise(logits: torch.Tensor, history: torch.Tensor) -> torch.Tensor:
     """ChatTTS's repetition penalty; `history` holds each (row, codebook)'s last tokens (at most
-    REPETITION_WINDOW of them)."""
+    REPETITION_WINDOW of them; a row that joined later has fewer, padded on the left with the
+    value `logits.size(1)`, which counts for no token)."""
     if history.size(1) == 0:
         return logits
-    freq = F.one_hot(history, logits.size(1)).sum(1)
+    freq = F.one_hot(history, logits.size(1) + 1).sum(1)[:, :-1]
     alpha = torch.pow(REPETITION_PENALTY, freq)
     return torch.where(logits < 0, logits.multiply(alpha), logits.divide(alpha))
 
@@ -121,18 +122,31 @@ class BatchState:
         self.top_p = column([1 - p.top_p for p in plans], torch.float32)
         self.top_k = column([min(max(p.top_k, MIN_TOKENS_TO_KEEP), vocab) for p in plans], torch.long)
         self.min_tokens = torch.tensor([p.min_tokens for p in plans], device=dev).repeat_interleave(num_vq)
+        self.steps = torch.zeros(len(plans) * num_vq, dtype=torch.long, device=dev)  # tokens drawn, per row
         self.history = torch.zeros(len(plans) * num_vq, 0, dtype=torch.long, device=dev)
+        self.vocab = vocab
+
+    COLUMNS = ("noise", "temperature", "top_p", "top_k", "min_tokens", "steps")
 
     def keep(self, index: torch.Tensor, num_vq: int) -> None:
         self.plans = [self.plans[i] for i in index.tolist()]
         rows = (index.unsqueeze(1) * num_vq + torch.arange(num_vq, device=index.device)).reshape(-1)
         rows = rows.to(self.noise.device)
-        for name in ("noise", "temperature", "top_p", "top_k", "min_tokens", "history"):
+        for name in (*self.COLUMNS, "history"):
             setattr(self, name, getattr(self, name).index_select(0, rows))
+
+    def extend(self, other: BatchState) -> None:
+        """Rows joining the batch (continuous batching) come after the rows already in it."""
+        self.plans += other.plans
+        for name in self.COLUMNS:
+            setattr(self, name, torch.cat([getattr(self, name), getattr(other, name)]))
+        pad = self.history.size(1) - other.history.size(1)
+        joined = F.pad(other.history, (pad, 0), value=self.vocab)  # no history yet: counts for nothing
+        self.history = torch.cat([self.history, joined])
 
 
 @torch.inference_mode()
-def sample(parts: GPTParts, state: BatchState, hidden: torch.Tensor, step: int, num_vq: int) -> torch.Tensor:
+def sample(parts: GPTParts, state: BatchState, hidden: torch.Tensor, num_vq: int) -> torch.Tensor:
     """Each row's next tokens (n, num_vq) from its hidden state (n, hidden)."""
     with parametrize.cached():
         logits = torch.stack([head(hidden) for head in parts.head_code], 1)  # (n, num_vq, vocab)
@@ -140,12 +154,13 @@ def sample(parts: GPTParts, state: BatchState, hidden: torch.Tensor, step: int, 
     logits /= state.temperature
     logits = penalise(logits, state.history)
     logits = warp(logits, state.top_p, state.top_k)
-    floor = state.min_tokens > step
+    floor = state.min_tokens > state.steps
     if bool(floor.any()):
         logits[floor, parts.eos] = -float("inf")
     scores = F.softmax(logits, dim=-1)
     tokens = torch.argmax(scores / state.noise, dim=-1)
     state.history = torch.cat([state.history, tokens.unsqueeze(1)], 1)[:, -REPETITION_WINDOW:]
+    state.steps += 1
     return tokens.view(-1, num_vq)
 
 
@@ -179,6 +194,43 @@ def padded(rows: list[int], cpu: bool) -> list[int]:
     return rows
 
 
+# Called between steps with the number of rows generating: new rows to join the batch (their
+# prompt embeddings (m, T, hidden), left-padded, their attention mask (m, T), their plans), or None.
+Admit = Callable[[int], "tuple[torch.Tensor, torch.Tensor, Sequence[RowPlan]] | None"]
+
+
+@torch.inference_mode()
+def _prefill(parts: GPTParts, emb: torch.Tensor, attention_mask: torch.Tensor):
+    """Rows' prompts through the transformer: (last hidden states, cache, mask, last positions)."""
+    mask = attention_mask.to(parts.device_gpt).bool()
+    position = mask.long().cumsum(-1) - 1
+    position.masked_fill_(~mask, 1)
+    hidden, cache = _forward(parts, emb, mask, position)
+    return hidden, cache, mask, position.narrow(1, -1, 1)
+
+
+def _left_pad(t: torch.Tensor, length: int, dim: int) -> torch.Tensor:
+    """`t` padded with zeros (False) on the left of `dim` to `length`: masked positions."""
+    missing = length - t.size(dim)
+    if missing <= 0:
+        return t
+    shape = list(t.shape)
+    shape[dim] = missing
+    return torch.cat([t.new_zeros(shape), t], dim)
+
+
+@torch.inference_mode()
+def _join(cache, mask, position, new_cache, new_mask, new_position):
+    """One batch from two: the sequence axes left-padded to the longer one (the padding is masked
+    out, so a row attends to exactly what it attended to before), the rows one after the other."""
+    length = max(mask.size(1), new_mask.size(1))
+    for layer, new_layer in zip(cache.layers, new_cache.layers, strict=True):
+        layer.keys = torch.cat([_left_pad(layer.keys, length, 2), _left_pad(new_layer.keys, length, 2)])
+        layer.values = torch.cat([_left_pad(layer.values, length, 2), _left_pad(new_layer.values, length, 2)])
+    mask = torch.cat([_left_pad(mask, length, 1), _left_pad(new_mask, length, 1)])
+    return cache, mask, torch.cat([position, new_position])
+
+
 def generate(
     parts: GPTParts,
     emb: torch.Tensor,
@@ -186,10 +238,14 @@ def generate(
     plans: Sequence[RowPlan],
     stop: Callable[[str], bool],
     forced: dict[str, torch.Tensor] | None = None,
+    admit: Admit | None = None,
 ) -> Iterator[Step]:
     """Run the rows from their prompts (`emb` (n, T, hidden), left-padded; `attention_mask` (n, T))
     until every row has ended; one `Step` per decode step. Torch runs in inference mode, but not
     across the yields (the mode is thread state; it must not leak into the caller).
+
+    `admit` (continuous batching): asked before every step while rows are generating; rows it
+    returns are prefilled and join the batch at that step, each from its own first token.
 
     `forced` (benchmarks): a row's tokens (steps, num_vq) to feed back instead of those it samples,
     so that two models can be compared step by step on the same prefix (teacher forcing)."""
@@ -199,36 +255,55 @@ def generate(
     with torch.inference_mode():
         state = BatchState(parts, plans, num_vq)
         slots = torch.tensor(padded(list(range(len(plans))), cpu))
-        mask = attention_mask.to(parts.device_gpt).bool()[slots]
-        position = mask.long().cumsum(-1) - 1
-        position.masked_fill_(~mask, 1)
         emb = emb[slots.to(emb.device)]
-    hidden, cache = _forward(parts, emb, mask, position)
-    position = position.narrow(1, -1, 1)
-    for step in range(max((p.max_tokens for p in plans), default=0)):
+    hidden, cache, mask, position = _prefill(parts, emb, attention_mask[slots.to(attention_mask.device)])
+    counts = [0] * len(plans)  # tokens each row has drawn
+    while True:
         keys = [p.key for p in state.plans]
         hidden = hidden[: len(keys)]
-        tokens = sample(parts, state, hidden, step, num_vq)
+        joining = admit(len(keys)) if admit is not None else None
+        if joining is not None and len(joining[2]):
+            new_emb, new_attention, new_plans = joining
+            with torch.inference_mode():
+                live = torch.arange(len(keys), device=parts.device_gpt)
+                cache.batch_select_indices(live)  # without the padding copy, if any
+                new_hidden, new_cache, new_mask, new_position = _prefill(parts, new_emb, new_attention)
+                cache, mask, position = _join(
+                    cache, mask.index_select(0, live), position.index_select(0, live), new_cache, new_mask, new_position
+                )
+                state.extend(BatchState(parts, new_plans, num_vq))
+                hidden = torch.cat([hidden, new_hidden])
+                counts += [0] * len(new_plans)
+                keys = [p.key for p in state.plans]
+                gpt_index = torch.tensor(padded(list(range(len(keys))), cpu), device=parts.device_gpt)
+                if len(gpt_index) > len(keys):
+                    cache.batch_select_indices(gpt_index)
+                    mask = mask.index_select(0, gpt_index)
+                    position = position.index_select(0, gpt_index)
+        tokens = sample(parts, state, hidden, num_vq)
         eos = tokens.eq(parts.eos).any(1).tolist()
         stopped = [stop(k) for k in keys]
         kept = [not (e or s) for e, s in zip(eos, stopped, strict=True)]
-        ended = [not k or step + 1 >= p.max_tokens for k, p in zip(kept, state.plans, strict=True)]
+        ended = [not k or c + 1 >= p.max_tokens for k, c, p in zip(kept, counts, state.plans, strict=True)]
         yield Step(keys=keys, tokens=tokens, hiddens=hidden, stopped=stopped, kept=kept, ended=ended)
         if all(ended):
             return
         with torch.inference_mode():
             if any(ended):
-                live = [i for i, e in enumerate(ended) if not e]
-                index = torch.tensor(live, device=parts.device)
+                live_rows = [i for i, e in enumerate(ended) if not e]
+                index = torch.tensor(live_rows, device=parts.device)
                 state.keep(index, num_vq)
                 tokens = tokens.index_select(0, index)
-                gpt_index = torch.tensor(padded(live, cpu), device=parts.device_gpt)
+                counts = [counts[i] for i in live_rows]
+                gpt_index = torch.tensor(padded(live_rows, cpu), device=parts.device_gpt)
                 cache.batch_select_indices(gpt_index)
                 mask = mask.index_select(0, gpt_index)
                 position = position.index_select(0, gpt_index)
+            if forced is not None:
+                tokens = torch.stack([forced[p.key][c] for p, c in zip(state.plans, counts, strict=True)])
+                tokens = tokens.to(parts.device)
+            counts = [c + 1 for c in counts]
             mask = torch.cat([mask, mask.new_ones(mask.size(0), 1)], 1)
             position = position + 1
-            if forced is not None:
-                tokens = torch.stack([forced[p.key][step] for p in state.plans]).to(tokens.device)
             tokens = tokens[padded(list(range(len(tokens))), cpu)]
         hidden, cache = _forward(parts, _embed(parts, tokens), mask, position, cache)

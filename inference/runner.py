@@ -20,6 +20,10 @@ import torch
 from .batch import Audio, Done, Event, StreamJoin
 from .generation import GPTParts, RowPlan, generate
 
+# Between steps, given the number of rows generating: rows to join the batch (prompt embeddings,
+# attention mask, plans, use_decoder per row), or None.
+Admit = Callable[[int], "tuple[torch.Tensor, torch.Tensor, Sequence[RowPlan], Sequence[bool]] | None"]
+
 # Decodes features (rows, channels, tokens) with the Decoder (True: hidden states) or the DVAE
 # (False: token ids) and the vocoder: float32 audio (rows, samples).
 Decode = Callable[[torch.Tensor, bool], np.ndarray]
@@ -86,9 +90,21 @@ def run(
     use_decoder: Sequence[bool],
     chunk_tokens: int,
     stop: Callable[[str], bool],
+    admit: Admit | None = None,
 ) -> Iterator[Event]:
-    """The rows' audio chunks and ends, as they happen (each row's events in order)."""
+    """The rows' audio chunks and ends, as they happen (each row's events in order). `admit`:
+    rows joining while the batch runs (as `generation.generate`, each with its `use_decoder`)."""
     rows = {p.key: _Row(p.key, p.max_tokens, u) for p, u in zip(plans, use_decoder, strict=True)}
+
+    def joining(live: int):
+        new = admit(live) if admit is not None else None
+        if new is None:
+            return None
+        new_emb, new_mask, new_plans, new_use_decoder = new
+        for p, u in zip(new_plans, new_use_decoder, strict=True):
+            rows[p.key] = _Row(p.key, max(p.max_tokens, 1), u)
+        return new_emb, new_mask, new_plans
+
     for p in plans:
         if p.max_tokens <= 0:
             yield Done(p.key, 0, np.zeros((0, 0), dtype=np.int64))
@@ -99,7 +115,7 @@ def run(
     if len(keep) < len(plans):
         with torch.inference_mode():
             emb, attention_mask = emb[keep], attention_mask[keep]
-    for step in generate(parts, emb, attention_mask, live, stop):
+    for step in generate(parts, emb, attention_mask, live, stop, admit=joining if admit is not None else None):
         windows: list[tuple[_Row, bool]] = []
         stopped: list[_Row] = []
         with torch.inference_mode():

@@ -2,8 +2,9 @@
 task threads hand it claimed jobs and wait. It gathers what waits (for at most
 TTS_BATCH_GATHER_SECONDS once something does), fills a batch of up to TTS_MAX_BATCH rows —
 round-robin over organizations, paid plans first in each round, one segment per job per round —
-and runs it; jobs arriving meanwhile join the next batch. Each row streams to its own job, and a
-job settles the moment its last row ends.
+and runs it. Jobs arriving meanwhile join the running batch at its next token step while it has
+room (continuous batching), filled the same way. Each row streams to its own job, and a job settles
+— and its task thread is free for the next job — the moment its last row ends.
 """
 
 from __future__ import annotations
@@ -27,10 +28,11 @@ logger = logging.getLogger(__name__)
 
 
 class _Sink:
-    """Routes the engine's per-row callbacks to the rows' jobs."""
+    """Routes the engine's per-row callbacks to the rows' jobs (`runs` grows as jobs join)."""
 
-    def __init__(self, runs: dict[str, JobRun]):
+    def __init__(self, runs: dict[str, JobRun], settled):
         self.runs = runs
+        self.settled = settled  # called with a run once it has settled
 
     def _route(self, key: str) -> tuple[JobRun, int]:
         job_id, _, segment = key.rpartition(":")
@@ -51,6 +53,8 @@ class _Sink:
                 fail_job(run.job, 500, "synthesis_failed", "Synthesis failed on the worker.")
             except Exception:
                 logger.exception("could not fail a job", extra={"job_id": str(run.job.id)})
+        if run.finished and run.in_flight == 0:
+            self.settled(run)
 
     def stop_requested(self, key: str) -> bool:
         run, _ = self._route(key)
@@ -58,8 +62,9 @@ class _Sink:
 
 
 class Batcher:
-    def __init__(self, engine, max_batch: int, gather_seconds: float, chunk_tokens: int):
+    def __init__(self, engine, max_batch: int, gather_seconds: float, chunk_tokens: int, continuous: bool = True):
         self.engine = engine
+        self.continuous = continuous  # jobs join a running batch (else they wait for the next one)
         self.max_batch = max_batch
         self.gather_seconds = gather_seconds
         self.chunk_tokens = chunk_tokens
@@ -93,8 +98,23 @@ class Batcher:
         close_old_connections()  # a long-lived thread: drop connections the database closed
         logger.info("batch", extra={"rows": len(rows), "jobs": sorted(runs)})
         worker_metrics.BATCH_ROWS.observe(len(rows))
+
+        def more(live: int) -> list[BatchRow]:
+            """Jobs that arrived while the batch runs join it, as far as it has room."""
+            if live >= self.max_batch or not self._waiting:  # read without the lock: a hint
+                return []
+            with self._cond:
+                self._settle_stopped()
+                joining, joined = self._fill(self.max_batch - live)
+            if joining:
+                runs.update(joined)
+                logger.info("rows join the batch", extra={"rows": len(joining), "jobs": sorted(joined)})
+                worker_metrics.BATCH_ROWS.observe(live + len(joining))
+            return joining
+
         try:
-            self.engine.generate_batch(rows, _Sink(runs), chunk_tokens=self.chunk_tokens)
+            joins = more if self.continuous else None
+            self.engine.generate_batch(rows, _Sink(runs, self._settled), chunk_tokens=self.chunk_tokens, more=joins)
         except Exception:
             logger.exception("batch failed", extra={"rows": len(rows)})
             for run in runs.values():
@@ -121,8 +141,10 @@ class Batcher:
             rows, runs = self._fill()
         return rows, runs
 
-    def _fill(self) -> tuple[list[BatchRow], dict[str, JobRun]]:
-        """Round-robin over organizations (paid plans first), one segment per job per round."""
+    def _fill(self, room: int | None = None) -> tuple[list[BatchRow], dict[str, JobRun]]:
+        """Up to `room` rows (TTS_MAX_BATCH): round-robin over organizations (paid plans first),
+        one segment per job per round."""
+        room = self.max_batch if room is None else room
         by_org: dict[int, list[JobRun]] = defaultdict(list)
         for run in self._waiting:
             if run.has_rows:
@@ -130,12 +152,12 @@ class Batcher:
         order = sorted(by_org, key=lambda org: min(r.priority for r in by_org[org]))
         rows: list[BatchRow] = []
         runs: dict[str, JobRun] = {}
-        while len(rows) < self.max_batch and any(by_org.values()):
+        while len(rows) < room and any(by_org.values()):
             for org in order:
                 queue = by_org[org]
                 while queue and not queue[0].has_rows:
                     queue.pop(0)
-                if not queue or len(rows) >= self.max_batch:
+                if not queue or len(rows) >= room:
                     continue
                 run = queue.pop(0)
                 rows.append(run.next_row())
@@ -152,6 +174,14 @@ class Batcher:
                 run.finish()
                 self._waiting.remove(run)
                 self._done.pop(str(run.job.id)).set()
+
+    def _settled(self, run: JobRun) -> None:
+        """A job of the running batch has settled: its task returns (and Celery may hand the
+        thread the next job) now, not when the batch ends."""
+        with self._cond:
+            done = self._done.pop(str(run.job.id), None)
+        if done is not None:
+            done.set()
 
     def _release(self, runs: dict[str, JobRun]) -> None:
         """After a batch: wake the tasks of the jobs that settled; a job the engine left

@@ -80,7 +80,13 @@ def load_engine() -> None:
         return
     _engine = engine
     chunk_tokens = max(1, round(settings.TTS_STREAM_CHUNK_SECONDS * TOKENS_PER_SECOND))
-    _batcher = Batcher(engine, settings.TTS_MAX_BATCH, settings.TTS_BATCH_GATHER_SECONDS, chunk_tokens)
+    _batcher = Batcher(
+        engine,
+        settings.TTS_MAX_BATCH,
+        settings.TTS_BATCH_GATHER_SECONDS,
+        chunk_tokens,
+        continuous=settings.TTS_CONTINUOUS_BATCHING,
+    )
     if engine.random_weights:
         logger.warning("serving a RANDOMLY INITIALISED checkpoint: output is noise, not speech")
     workers.start_heartbeat("ready", model_version=engine.model_version, capacity=settings.TTS_MAX_BATCH)

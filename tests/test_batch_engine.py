@@ -75,17 +75,18 @@ class Recorder:
         return np.concatenate(self.chunks[key]) if self.chunks[key] else np.zeros(0, dtype=np.float32)
 
 
-def run(engine, rows, chunk_tokens=24, stop=lambda key: False):
+def run(engine, rows, chunk_tokens=24, stop=lambda key: False, more=None):
     """The rows' audio and token ids, through the event iterator that generate_batch drives."""
     chunks: dict[str, list[np.ndarray]] = defaultdict(list)
     ids = {}
-    for event in engine.run_rows(rows, stop, chunk_tokens):
+    for event in engine.run_rows(rows, stop, chunk_tokens, more):
         if isinstance(event, Audio):
             chunks[event.key].append(event.samples)
         else:
             assert isinstance(event, Done)
             ids[event.key] = event.ids
-    audio = {r.key: np.concatenate(chunks[r.key]) if chunks[r.key] else np.zeros(0) for r in rows}
+    keys = [r.key for r in rows] + [k for k in ids if k not in {r.key for r in rows}]  # and rows that joined
+    audio = {k: np.concatenate(chunks[k]) if chunks[k] else np.zeros(0) for k in keys}
     return audio, ids
 
 
@@ -109,6 +110,39 @@ def test_a_row_gives_the_same_tokens_alone_and_in_any_batch(engine):
         np.testing.assert_array_equal(reversed_ids[row.key], ids[row.key])
         np.testing.assert_allclose(batch_audio[row.key], audio[row.key], rtol=0, atol=AUDIO_ATOL)
         np.testing.assert_allclose(reversed_audio[row.key], audio[row.key], rtol=0, atol=AUDIO_ATOL)
+
+
+def joining_at(steps: dict[int, list[BatchRow]]):
+    """A `more` that hands the rows of `steps[n]` to the batch when asked for the n-th time."""
+    asked = Counter()
+
+    def more(live: int) -> list[BatchRow]:
+        asked["n"] += 1
+        return steps.get(asked["n"], [])
+
+    return more
+
+
+def test_rows_joining_a_running_batch_get_their_tokens_alone_and_leave_the_others_unchanged(engine):
+    first, *later = ROWS
+    alone = {row.key: run(engine, [row]) for row in ROWS}
+    # One joins at step 5, the others together at step 12 (their prompts differ in length).
+    audio, ids = run(engine, [first], more=joining_at({5: later[:1], 12: later[1:]}))
+    assert set(ids) == {row.key for row in ROWS}
+    for row in ROWS:
+        alone_audio, alone_ids = alone[row.key]
+        np.testing.assert_array_equal(ids[row.key], alone_ids[row.key])
+        np.testing.assert_allclose(audio[row.key], alone_audio[row.key], rtol=0, atol=AUDIO_ATOL)
+
+
+def test_a_joined_row_streams_and_ends_on_its_own(engine):
+    first, second = ROWS[0], ROWS[1]
+    sink = Recorder()
+    engine.generate_batch([first], sink, chunk_tokens=8, more=joining_at({3: [second]}))
+    assert set(sink.tokens) == {first.key, second.key}
+    done = [key for kind, key in sink.events if kind == "done"]
+    assert sorted(done) == sorted([first.key, second.key])
+    assert len(sink.chunks[second.key]) > 1  # chunk by chunk, not at the end
 
 
 def test_the_same_batch_twice_is_bit_identical_and_seeds_matter(engine):

@@ -234,6 +234,7 @@ TTS_MAX_QUEUE_WAIT = envfloat("TTS_MAX_QUEUE_WAIT", 120.0)
 # Rows (segments of jobs) one synthesis worker process generates together: size it to the GPU's memory.
 TTS_MAX_BATCH = envint("TTS_MAX_BATCH", 4)
 TTS_WORKER_METRICS_PORT = envint("TTS_WORKER_METRICS_PORT", 0)  # each synthesis worker's /metrics; 0: off
+TTS_CONTINUOUS_BATCHING = envbool("TTS_CONTINUOUS_BATCHING", True)  # jobs join a running batch at a step
 TTS_BATCH_GATHER_SECONDS = envfloat("TTS_BATCH_GATHER_SECONDS", 0.1)  # wait for companions once a job is in
 # A worker renews its registration every TTL/4 s; one silent for TTL s is dead and its jobs are
 # queued again (at most TTS_JOB_MAX_ATTEMPTS workers in all, then the job fails, refunded).
