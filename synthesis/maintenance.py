@@ -32,19 +32,16 @@ def reap_stale_jobs(now: datetime | None = None) -> dict[str, int]:
 
 
 def rescue_lost_jobs() -> dict[str, int]:
-    """Jobs running on a worker that stopped beating (killed, crashed, its host gone): each is
+    """Jobs running on a worker whose registration lapsed (killed, crashed, its host gone): each is
     queued again for a live worker, once; a job that was lost with TTS_JOB_MAX_ATTEMPTS workers
     fails and is refunded (it may be what takes them down). An interactive job whose client
     already had audio and that no retry can find again (no Idempotency-Key) fails at once:
     nobody could hear its new run. Run by beat every few seconds."""
     counts = {"requeued": 0, "failed": 0}
-    running = list(Job.objects.filter(status=Job.Status.RUNNING).exclude(worker=""))
-    if not running:
+    lapsed = workers.lapsed_workers()
+    if not lapsed:
         return counts
-    live = {w.name for w in workers.live_workers()}
-    for job in running:
-        if job.worker in live:
-            continue
+    for job in Job.objects.filter(status=Job.Status.RUNNING, worker__in=lapsed):
         unheard = job.interactive and not job.idempotency_key and streams.has_audio(job.id)
         if job.attempts >= settings.TTS_JOB_MAX_ATTEMPTS or unheard:
             if fail_job(job, 503, "worker_lost", LOST_MESSAGE):

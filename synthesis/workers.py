@@ -89,6 +89,13 @@ def live_workers() -> list[WorkerState]:
     return _parse(names, r.hmget(INFO, names) if names else [])
 
 
+def lapsed_workers() -> set[str]:
+    """Workers whose registration ran out (killed, crashed, stalled): still listed, not renewed.
+    A worker with no registration at all is not among them: after a Redis restart the registry
+    is empty until the next heartbeats, and those workers are alive."""
+    return {name.decode() for name in get_redis().zrangebyscore(REGISTRY, "-inf", time.time())}
+
+
 def forget_dead_workers() -> int:
     """Drop the registrations of processes that stopped beating (crashed, killed): their entries
     would otherwise stay in Redis for ever. Run by beat."""

@@ -22,3 +22,15 @@ def test_registrations_of_dead_processes_are_forgotten_and_live_ones_kept(monkey
     assert redis_client.zrange(workers.REGISTRY, 0, -1) == [b"host:1"]
     assert redis_client.hkeys(workers.INFO) == [b"host:1"]
     assert workers.forget_dead_workers() == 0
+
+
+def test_lapsed_registrations_are_told_apart_from_live_and_missing_ones(monkeypatch, settings):
+    """Jobs are taken from lapsed workers only: a worker missing from the registry (Redis was
+    restarted and it has not beaten since) is alive, and its jobs stay where they are."""
+    _, redis_client = stack.redis_db(14)
+    monkeypatch.setattr(workers, "get_redis", lambda: redis_client)
+    now = time.time()
+    redis_client.zadd(workers.REGISTRY, {"host:live": now + 5, "host:lapsed": now - 1})
+    assert workers.lapsed_workers() == {"host:lapsed"}
+    redis_client.flushdb()  # a Redis restart
+    assert workers.lapsed_workers() == set()
