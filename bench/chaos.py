@@ -89,7 +89,7 @@ def main() -> None:
                     print(f"round {round_}: the job never started")
                     continue
                 victim = row[1]
-                workers.pop(int(victim.rsplit(":", 1)[1])).stop(signal.SIGKILL)
+                workers.pop(int(victim.split(":")[1])).stop(signal.SIGKILL)
                 killed = time.monotonic()
                 ensure_two()  # a replacement starts at once (it loads the model meanwhile)
                 again = wait_for(lambda job_id=job_id, victim=victim: moved_on(job_row(job_id), victim), 120)

@@ -231,6 +231,19 @@ def _join(cache, mask, position, new_cache, new_mask, new_position):
     return cache, mask, torch.cat([position, new_position])
 
 
+@torch.inference_mode()
+def _trim(cache, mask: torch.Tensor) -> torch.Tensor:
+    """Drop the leading positions that every row masks out (left padding of rows that have left):
+    a batch that rows keep joining never ends, and its cache must not grow with its lifetime."""
+    lead = int(mask.long().argmax(1).min())  # the first position any row attends to
+    if lead == 0:
+        return mask
+    for layer in cache.layers:
+        layer.keys = layer.keys[:, :, lead:].contiguous()
+        layer.values = layer.values[:, :, lead:].contiguous()
+    return mask[:, lead:].contiguous()
+
+
 def generate(
     parts: GPTParts,
     emb: torch.Tensor,
@@ -280,6 +293,7 @@ def generate(
                     cache.batch_select_indices(gpt_index)
                     mask = mask.index_select(0, gpt_index)
                     position = position.index_select(0, gpt_index)
+                mask = _trim(cache, mask)
         tokens = sample(parts, state, hidden, num_vq)
         eos = tokens.eq(parts.eos).any(1).tolist()
         stopped = [stop(k) for k in keys]
@@ -297,7 +311,7 @@ def generate(
                 counts = [counts[i] for i in live_rows]
                 gpt_index = torch.tensor(padded(live_rows, cpu), device=parts.device_gpt)
                 cache.batch_select_indices(gpt_index)
-                mask = mask.index_select(0, gpt_index)
+                mask = _trim(cache, mask.index_select(0, gpt_index))
                 position = position.index_select(0, gpt_index)
             if forced is not None:
                 tokens = torch.stack([forced[p.key][c] for p, c in zip(state.plans, counts, strict=True)])

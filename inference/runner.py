@@ -135,3 +135,4 @@ def run(
         for i, key in enumerate(step.keys):
             if step.ended[i]:
                 yield Done(key, rows[key].tokens, rows[key].token_ids())
+                del rows[key]  # its buffers go with it (rows keep joining a continuous batch)

@@ -206,6 +206,8 @@ def normalize_segment(segment: str) -> str:
     """What the model reads for a segment: spelled out. Memoised (~20 ms a sentence)."""
     normalized = normalize(segment)
     _refuse_unknown_tags(normalized)  # what reaches the model, whatever normalising made of the text
+    if not _has_words(normalized):
+        raise TextError("The input has nothing to say once spelled out (only tags, spaces or symbols).")
     return normalized
 
 

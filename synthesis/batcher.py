@@ -26,6 +26,8 @@ from .worker import JobRun
 
 logger = logging.getLogger(__name__)
 
+CONNECTION_CHECK_SECONDS = 5.0
+
 
 class _Sink:
     """Routes the engine's per-row callbacks to the rows' jobs (`runs` grows as jobs join)."""
@@ -35,8 +37,8 @@ class _Sink:
         self.settled = settled  # called with a run once it has settled
 
     def _route(self, key: str) -> tuple[JobRun, int]:
-        job_id, _, segment = key.rpartition(":")
-        return self.runs[job_id], int(segment)
+        run_id, _, segment = key.rpartition(":")
+        return self.runs[run_id], int(segment)
 
     def audio(self, key: str, samples: np.ndarray) -> None:
         run, segment = self._route(key)
@@ -49,12 +51,14 @@ class _Sink:
         except Exception:  # one job's failure must not end its batch companions' rows
             logger.exception("could not settle a job", extra={"job_id": str(run.job.id)})
             run.finished = True
+            close_old_connections()  # the database may have restarted under the batch
             try:  # settles only a job still running (refunded); the reaper does it if this fails too
                 fail_job(run.job, 500, "synthesis_failed", "Synthesis failed on the worker.")
             except Exception:
                 logger.exception("could not fail a job", extra={"job_id": str(run.job.id)})
         if run.finished and run.in_flight == 0:
             self.settled(run)
+            self.runs.pop(run.run_id, None)  # its audio goes with it (a continuous batch may never end)
 
     def stop_requested(self, key: str) -> bool:
         run, _ = self._route(key)
@@ -78,7 +82,7 @@ class Batcher:
         """Generate a claimed job; returns when it has settled (the Celery task then acks)."""
         finished = threading.Event()
         with self._cond:
-            self._done[str(run.job.id)] = finished
+            self._done[run.run_id] = finished
             self._waiting.append(run)
             self._cond.notify()
         finished.wait()
@@ -99,8 +103,13 @@ class Batcher:
         logger.info("batch", extra={"rows": len(rows), "jobs": sorted(runs)})
         worker_metrics.BATCH_ROWS.observe(len(rows))
 
+        checked = [time.monotonic()]
+
         def more(live: int) -> list[BatchRow]:
             """Jobs that arrived while the batch runs join it, as far as it has room."""
+            if time.monotonic() - checked[0] > CONNECTION_CHECK_SECONDS:  # a batch may outlive a database restart
+                close_old_connections()
+                checked[0] = time.monotonic()
             if live >= self.max_batch or not self._waiting:  # read without the lock: a hint
                 return []
             with self._cond:
@@ -161,7 +170,7 @@ class Batcher:
                     continue
                 run = queue.pop(0)
                 rows.append(run.next_row())
-                runs[str(run.job.id)] = run
+                runs[run.run_id] = run
                 if run.has_rows:
                     queue.append(run)  # its next segment waits for the next round
         self._waiting = [r for r in self._waiting if r.has_rows]
@@ -173,13 +182,15 @@ class Batcher:
             if run.in_flight == 0 and run.stop_requested():
                 run.finish()
                 self._waiting.remove(run)
-                self._done.pop(str(run.job.id)).set()
+                done = self._done.pop(run.run_id, None)  # None: settled already, as its last row ended
+                if done is not None:
+                    done.set()
 
     def _settled(self, run: JobRun) -> None:
         """A job of the running batch has settled: its task returns (and Celery may hand the
         thread the next job) now, not when the batch ends."""
         with self._cond:
-            done = self._done.pop(str(run.job.id), None)
+            done = self._done.pop(run.run_id, None)
         if done is not None:
             done.set()
 

@@ -33,7 +33,7 @@ async def acquire(org_id: int, connection_id: str, cap: int) -> bool:
 
 async def renew(org_id: int, connection_id: str) -> None:
     r = get_async_redis()
-    await r.zadd(_key(org_id), {connection_id: time.time() + LEASE_SECONDS}, xx=True)
+    await r.zadd(_key(org_id), {connection_id: time.time() + LEASE_SECONDS})
     await r.expire(_key(org_id), LEASE_SECONDS)
 
 

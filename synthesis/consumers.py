@@ -96,7 +96,10 @@ class SpeechStreamConsumer(AsyncWebsocketConsumer):
     async def _keep_slot(self) -> None:
         while True:
             await asyncio.sleep(connections.RENEW_SECONDS)
-            await connections.renew(self.principal.organization.pk, self.connection_id)
+            try:
+                await connections.renew(self.principal.organization.pk, self.connection_id)
+            except Exception:  # Redis briefly away: the lease (twice the interval) covers one miss
+                logger.warning("could not renew a websocket's connection slot")
 
     async def _authenticate(self):
         headers = {k.decode().lower(): v.decode() for k, v in self.scope.get("headers", [])}
@@ -106,13 +109,16 @@ class SpeechStreamConsumer(AsyncWebsocketConsumer):
         return await in_thread(authenticate_ticket)(query.get("ticket", [""])[0])
 
     async def disconnect(self, code):
+        # Read first: cancelling the utterance loop clears `current` while the awaits below run.
+        current = getattr(self, "current", None)
+        job_id = current.get("job_id") if current else None
         for task in getattr(self, "tasks", []):
             task.cancel()
         if hasattr(self, "connection_id"):
             await get_async_redis().zrem(WS_CONNECTIONS, self.connection_id)
             await connections.release(self.principal.organization.pk, self.connection_id)
-        if getattr(self, "current", None) and self.current.get("job_id"):
-            await abandon(self.current["job_id"])  # unless others listen to it
+        if job_id:
+            await abandon(job_id)  # unless others listen to it
 
     def _emit(self, message: dict | bytes) -> None:
         try:

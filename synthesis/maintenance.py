@@ -45,6 +45,7 @@ def rescue_lost_jobs() -> dict[str, int]:
         unheard = job.interactive and not job.idempotency_key and streams.has_audio(job.id)
         if job.attempts >= settings.TTS_JOB_MAX_ATTEMPTS or unheard:
             if fail_job(job, 503, "worker_lost", LOST_MESSAGE):
+                streams.supersede(job.id, job.attempts)  # should its worker be alive after all, it stops
                 counts["failed"] += 1
         elif requeue_lost_job(job):
             counts["requeued"] += 1

@@ -106,5 +106,10 @@ def cancel_requested(job_id, attempt: int = 0) -> bool:
     return bool(cancelled) or (superseded is not None and int(superseded) >= attempt > 0)
 
 
+def supersede(job_id, attempt: int) -> None:
+    """Run `attempt` of the job must stop (it no longer holds the job)."""
+    get_redis().set(superseded_key(job_id), attempt, ex=settings.TTS_STREAM_TTL)
+
+
 def superseded_key(job_id) -> str:
     return f"tts:job:{job_id}:superseded"

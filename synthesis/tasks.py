@@ -135,6 +135,10 @@ def synthesize_job(job_id: str) -> None:
     except TextError as exc:  # what spelling out made of the text cannot be read (never seen so far)
         fail_job(job, 400, "invalid_input", str(exc))
         return
+    except Exception:
+        logger.exception("could not prepare a job's text", extra={"job_id": job_id})
+        fail_job(job, 500, "synthesis_failed", "Synthesis failed on the worker.")
+        return
     _batcher.run(run)
 
 
@@ -145,7 +149,8 @@ def rescue_lost_jobs() -> dict[str, int]:
 
 @shared_task(name="synthesis.tasks.reap_stale_jobs")
 def reap_stale_jobs() -> dict[str, int]:
-    return {**maintenance.reap_stale_jobs(), "workers_forgotten": workers.forget_dead_workers()}
+    rescued = maintenance.rescue_lost_jobs()  # before their workers are forgotten (rescue finds them there)
+    return {**maintenance.reap_stale_jobs(), **rescued, "workers_forgotten": workers.forget_dead_workers()}
 
 
 class CallbackNotDelivered(Exception):

@@ -60,8 +60,14 @@ class JobRun:
     def org_id(self) -> int:
         return self.job.organization_id
 
+    @property
+    def run_id(self) -> str:
+        """This run of the job: a job queued again after a lost worker may come back to the same
+        worker while its stale run is still there."""
+        return f"{self.job.id}.{self.job.attempts}"
+
     def key(self, segment: int) -> str:
-        return f"{self.job.id}:{segment}"
+        return f"{self.run_id}:{segment}"
 
     @property
     def has_rows(self) -> bool:
@@ -183,9 +189,10 @@ class JobRun:
                     model_version=self.model_version,
                 )
                 return
-        settle_job(
+        if not settle_job(
             job, Job.Status.SUCCEEDED, audio_seconds=audio_seconds, model_version=self.model_version, cache_key=key
-        )
+        ):
+            return  # the job was taken from this run (queued again as lost): its stream is another run's
         streams.publish(
             job.id, "end", samples=len(pcm) // 2, audio_seconds=f"{audio_seconds:.3f}", characters=job.characters
         )

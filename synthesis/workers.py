@@ -12,6 +12,7 @@ import os
 import socket
 import threading
 import time
+import uuid
 from dataclasses import dataclass
 
 from django.conf import settings
@@ -32,8 +33,12 @@ class WorkerState:
     capacity: int = 1  # jobs it generates at once (its batch size)
 
 
+_NONCE = uuid.uuid4().hex[:8]  # a restarted container keeps its hostname and often its pid
+
+
 def worker_name() -> str:
-    return f"{socket.gethostname()}:{os.getpid()}"
+    """host:pid:nonce — unique per process, even across restarts of the same container."""
+    return f"{socket.gethostname()}:{os.getpid()}:{_NONCE}"
 
 
 def register(status: str, model_version: str = "", error: str = "", capacity: int = 1) -> None:

@@ -75,3 +75,11 @@ def test_invitations_are_throttled_per_inviting_user(client, settings):
     response = client.post("/dashboard/members", {"email": "new2@example.com", "role": "member"})
     assert response.status_code == 429
     assert len(mail.outbox) == 2
+
+
+def test_the_admin_sign_in_is_throttled_too():
+    guesser = from_address("203.0.113.66")
+    for _ in range(10):
+        response = guesser.post("/admin/login/", {"username": "ops", "password": "guess"})
+        assert response.status_code == 200  # the form again
+    assert guesser.post("/admin/login/", {"username": "ops", "password": "guess"}).status_code == 429

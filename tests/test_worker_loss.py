@@ -55,7 +55,7 @@ class Cluster:
 
     def kill_worker_of(self, job: Job) -> str:
         """SIGKILL the worker process running `job`; returns its registry name."""
-        pid = int(job.worker.rsplit(":", 1)[1])
+        pid = int(job.worker.split(":")[1])
         self.workers.pop(pid).stop(signal.SIGKILL)
         return job.worker
 

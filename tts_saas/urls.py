@@ -10,6 +10,7 @@ from rest_framework.permissions import AllowAny
 
 from accounts.views import ApiKeyViewSet, WebhookSecretViewSet
 from billing.views import UsageViewSet, subscription
+from dashboard.throttles import posted, throttled
 from dashboard.views.account import password_reset, sign_in
 from dashboard.views.operations import operations
 from synthesis import views as synthesis
@@ -17,6 +18,9 @@ from tts_saas.metrics import metrics_view
 from tts_saas.views import health
 
 jobs = synthesis.JobViewSet
+staff_sign_in = throttled("admin-login", ("ip", "TTS_LOGIN_RATE"), (posted("username"), "TTS_LOGIN_ACCOUNT_RATE"))(
+    admin.site.login
+)
 
 v1 = [
     path("audio/speech", synthesis.speech, name="speech"),
@@ -50,6 +54,7 @@ urlpatterns = [
     path("healthz", health),
     path("metrics", metrics_view),
     path("ops/", operations, name="operations"),
+    path("admin/login/", staff_sign_in),  # throttled like the dashboard's sign-in
     path("admin/", admin.site.urls),
     path("accounts/login/", sign_in, name="login"),  # throttled; the rest are Django's own
     path("accounts/password_reset/", password_reset, name="password_reset"),
