@@ -13,6 +13,7 @@ only for text refinement (`refine_text`), one row at a time.
 from __future__ import annotations
 
 import hashlib
+import inspect
 import json
 import logging
 import os
@@ -33,7 +34,7 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-GENERATION = "per-row-sampling/1"  # inference.generation's loop and windowed decoding
+GENERATION = "per-row-sampling/2"  # inference.generation's loop and windowed decoding (2: one head product)
 PRECISIONS = ("fp32", "bf16", "int8")  # the GPT's: bfloat16, or int8 dynamic quantization (CPU only)
 
 
@@ -84,8 +85,8 @@ class ChatTTSEngine:
             threads = max(1, torch.get_num_threads() - 1)
         if threads:
             torch.set_num_threads(threads)
-        if precision == "auto":  # bf16 on a GPU; on a CPU fp32 (see docs/benchmarks.md for why)
-            precision = "bf16" if dev.type == "cuda" else "fp32"
+        if precision == "auto":  # fp32: what measured best on a CPU and on an H200 (docs/benchmarks.md)
+            precision = "fp32"
         if precision not in PRECISIONS:
             raise ValueError(f"precision must be auto or one of {', '.join(PRECISIONS)}, not {precision!r}")
         if precision == "int8" and dev.type != "cpu":
@@ -259,19 +260,24 @@ class ChatTTSEngine:
         return out
 
     def _gpt_parts(self) -> GPTParts:
+        import torch  # noqa: PLC0415  (torch/ChatTTS: worker processes only)
+
         from .generation import GPTParts  # noqa: PLC0415  (torch/ChatTTS: worker processes only)
 
         if self._parts is None:
             gpt = self.chat.gpt
+            with torch.no_grad():  # the weight-normed heads, computed once: weights do not change
+                heads = torch.cat([head.weight for head in self.chat.embed.head_code]).detach().float()
             dtype = next(p.dtype for p in gpt.gpt.parameters() if p.is_floating_point())
             self._parts = GPTParts(
                 llama=gpt.gpt,
                 emb_code=gpt.emb_code,
-                head_code=gpt.head_code,
+                heads=heads,
                 num_audio_tokens=gpt.num_audio_tokens,
                 device=self.chat.device,
                 device_gpt=self.chat.device_gpt,
                 dtype=dtype,
+                cache_name="cache" if "cache" in inspect.signature(gpt.gpt.forward).parameters else "past_key_values",
             )
         return self._parts
 

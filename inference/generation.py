@@ -29,7 +29,6 @@ from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
-from torch.nn.utils import parametrize
 
 REPETITION_PENALTY = 1.05  # ChatTTS's InferCodeParams default
 REPETITION_WINDOW = 16  # tokens the penalty looks back (ChatTTS's past_window)
@@ -53,11 +52,14 @@ class GPTParts:
 
     llama: torch.nn.Module  # transformers LlamaModel without its token embedding
     emb_code: Sequence[Callable[[torch.Tensor], torch.Tensor]]  # per codebook: ids -> embedding
-    head_code: Sequence[Callable[[torch.Tensor], torch.Tensor]]  # per codebook: hidden -> logits
+    heads: torch.Tensor  # (num_vq * vocab, hidden): every codebook's head weight, weight norm applied
     num_audio_tokens: int  # the last one is the end token
     device: torch.device  # embeddings, heads and sampling
     device_gpt: torch.device  # the transformer
     dtype: torch.dtype  # the transformer's activations (float32, bfloat16)
+    # What the transformer calls its KV cache: `cache` from transformers 5.2x (which still takes
+    # `past_key_values`, with a warning, until 5.40), `past_key_values` before (5.17 and earlier).
+    cache_name: str = "cache"
 
     @property
     def eos(self) -> int:
@@ -148,9 +150,9 @@ class BatchState:
 @torch.inference_mode()
 def sample(parts: GPTParts, state: BatchState, hidden: torch.Tensor, num_vq: int) -> torch.Tensor:
     """Each row's next tokens (n, num_vq) from its hidden state (n, hidden)."""
-    with parametrize.cached():
-        logits = torch.stack([head(hidden) for head in parts.head_code], 1)  # (n, num_vq, vocab)
-    logits = logits.reshape(-1, logits.size(2)).float()
+    # One product for every codebook's head (ChatTTS runs one per codebook, each recomputing its
+    # weight norm: four products and four norms a step, where one product does the same work).
+    logits = F.linear(hidden, parts.heads).view(-1, parts.num_audio_tokens)  # (n * num_vq, vocab)
     logits /= state.temperature
     logits = penalise(logits, state.history)
     logits = warp(logits, state.top_p, state.top_k)
@@ -171,10 +173,11 @@ def _forward(parts: GPTParts, emb: torch.Tensor, mask: torch.Tensor, position: t
         inputs_embeds=emb.to(parts.device_gpt, parts.dtype),
         attention_mask=mask,
         position_ids=position,
-        cache=cache,
         use_cache=True,
+        **{parts.cache_name: cache},
     )
-    return out.last_hidden_state.narrow(1, -1, 1).squeeze(1).to(parts.device, torch.float32), out.cache
+    hidden = out.last_hidden_state.narrow(1, -1, 1).squeeze(1).to(parts.device, torch.float32)
+    return hidden, getattr(out, parts.cache_name)
 
 
 @torch.inference_mode()

@@ -27,6 +27,7 @@ from inference.generation import RowPlan, generate
 from inference.text import SAMPLE_RATE
 
 CHECKPOINT = os.environ.get("TTS_TEST_CHECKPOINT", "")
+DEVICE = os.environ.get("TTS_TEST_DEVICE", "cpu")  # cuda: the same checks on a GPU (bench/gpu.sh runs them)
 AUDIO_ATOL = 1e-5  # float32 rounding of batched/padded matmuls through the decoders; ~100x the measured
 
 P1 = SynthesisParams(voice_seed=1, seed=3)
@@ -41,7 +42,7 @@ ROWS = [
 
 @pytest.fixture(scope="module")
 def engine():
-    return ChatTTSEngine.load(CHECKPOINT, device="cpu")
+    return ChatTTSEngine.load(CHECKPOINT, device=DEVICE)
 
 
 class Recorder:
@@ -95,7 +96,7 @@ def test_a_row_alone_gives_the_tokens_of_chattts_infer(engine):
     for row in ROWS:
         code, _ = engine._params(row.params, row.max_tokens)
         text = chat.normalizer(row.text, True, True, None)
-        reference = next(chat._infer_code([text], False, chat.device, True, code)).ids[0].numpy()
+        reference = next(chat._infer_code([text], False, chat.device, True, code)).ids[0].cpu().numpy()
         _, ids = run(engine, [row])
         np.testing.assert_array_equal(ids[row.key], reference)
 
@@ -301,6 +302,6 @@ def test_teacher_forcing_with_a_rows_own_tokens_gives_them_back(engine):
     for step in generate(engine._gpt_parts(), emb, mask, plans, lambda key: False, forced):
         for i, key in enumerate(step.keys):
             if step.kept[i]:
-                sampled[key].append(step.tokens[i].numpy())
+                sampled[key].append(step.tokens[i].cpu().numpy())
     for key, tokens in ids.items():
         np.testing.assert_array_equal(np.stack(sampled[key]), tokens)

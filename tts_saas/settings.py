@@ -218,7 +218,7 @@ CELERY_BEAT_SCHEDULE = {
 TTS_MODEL_DIR = envstr("TTS_MODEL_DIR")  # empty: ChatTTS's own Hugging Face download
 TTS_HF_CACHE_DIR = envstr("TTS_HF_CACHE_DIR")  # where that download is kept (HF default if empty)
 TTS_DEVICE = envstr("TTS_DEVICE")  # empty: cuda when present, else cpu
-TTS_PRECISION = envstr("TTS_PRECISION", "auto")  # the GPT's: auto (bf16 on GPU, fp32 on CPU), fp32, bf16, int8 (CPU)
+TTS_PRECISION = envstr("TTS_PRECISION", "auto")  # the GPT's: auto (= fp32, measured best), fp32, bf16, int8 (CPU)
 TTS_TORCH_THREADS = envint("TTS_TORCH_THREADS", 0)  # a worker's torch threads; 0: auto (CPU: cores - 1)
 TTS_MODEL_NAME = envstr("TTS_MODEL_NAME", "chattts")
 TTS_MODEL_ALIASES = [a for a in envstr("TTS_MODEL_ALIASES", "tts-1,tts-1-hd,gpt-4o-mini-tts").split(",") if a]
