@@ -203,6 +203,7 @@ CELERY_TASK_IGNORE_RESULT = True
 CELERY_WORKER_PROC_ALIVE_TIMEOUT = envint("TTS_MODEL_LOAD_TIMEOUT", 900)
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_WORKER_CONSUMER = "tts_saas.celery:Consumer"  # reconnects after every broker loss (see there)
 CELERY_BEAT_SCHEDULE = {
     # A killed worker's jobs go to a live one within TTS_WORKER_HEARTBEAT_TTL + this.
     "rescue-lost-jobs": {
