@@ -35,6 +35,23 @@ async def acquire(org_id: int, member: str, limit: int, ttl: float) -> bool:
     return bool(taken)
 
 
+_EXTEND = """
+local now, ttl, member = tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3]
+local expiry = redis.call('ZSCORE', KEYS[1], member)
+if expiry == false or tonumber(expiry) <= now then return 0 end  -- released or lapsed: not revived
+redis.call('ZADD', KEYS[1], now + ttl, member)
+local keep = math.ceil(ttl) + 1
+if redis.call('TTL', KEYS[1]) < keep then redis.call('EXPIRE', KEYS[1], keep) end
+return 1
+"""
+
+
+def extend(org_id: int, member: str, ttl: float) -> bool:
+    """Hold `member`'s slot for `ttl` seconds from now (a job run again from the start); False if
+    it holds none (released, or expired)."""
+    return bool(get_redis().eval(_EXTEND, 1, slots_key(org_id), time.time(), ttl, member))
+
+
 def release(org_id: int, member: str) -> None:
     get_redis().zrem(slots_key(org_id), member)
 

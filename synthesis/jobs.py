@@ -50,6 +50,12 @@ def queue_deadline(interactive: bool) -> float:
     return settings.TTS_JOB_QUEUE_TIMEOUT
 
 
+def lease_seconds(interactive: bool) -> float:
+    """How long a job's concurrency slot is held: its wait, its run (the task's hard limit), a
+    margin. A job whose process died without releasing it frees the slot when this runs out."""
+    return queue_deadline(interactive) + settings.CELERY_TASK_TIME_LIMIT + 30
+
+
 def request_digest(data: dict) -> str:
     """What an Idempotency-Key is bound to: a hash of the request body."""
     return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()
@@ -207,6 +213,7 @@ def requeue_lost_job(job: Job) -> bool:
     if not moved:
         return False
     streams.restart(job.id, job.attempts)
+    concurrency.extend(job.organization_id, job.lease, lease_seconds(job.interactive))  # a whole new run
     capacity.note_waiting(job.id)
     try:
         queue.enqueue_synthesis(job.id, priority=0, expires=queue_deadline(job.interactive), request_id=job.request_id)

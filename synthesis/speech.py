@@ -23,7 +23,15 @@ from tts_saas.threads import in_thread
 
 from . import cache, capacity, inflight, workers
 from .feed import JobAudioFeed
-from .jobs import Submission, cancel_job, find_idempotent_job, queue_deadline, request_digest, submit_job
+from .jobs import (
+    Submission,
+    cancel_job,
+    find_idempotent_job,
+    lease_seconds,
+    queue_deadline,
+    request_digest,
+    submit_job,
+)
 from .models import Job
 from .prepared import CachedSpeech, PreparedSpeech, enforce_plan_limits, prepare_speech
 
@@ -92,8 +100,7 @@ async def admit_job(
         if earlier is not None:
             return earlier
     lease = f"lease_{secrets.token_hex(12)}"  # the server's own id: a client-sent request id is no lease
-    ttl = how.queue_deadline + settings.CELERY_TASK_TIME_LIMIT + 30  # its wait, its run, a margin
-    if not await concurrency.acquire(org.pk, lease, limits.concurrent_jobs, ttl):
+    if not await concurrency.acquire(org.pk, lease, limits.concurrent_jobs, lease_seconds(how.interactive)):
         raise ApiError(
             429,
             f"Too many concurrent requests: your plan runs {limits.concurrent_jobs} at a time.",

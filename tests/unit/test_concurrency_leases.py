@@ -121,3 +121,22 @@ def test_a_shorter_lease_taken_later_does_not_cut_a_longer_one_short(org_id, red
     assert acquire(org_id, "async-job", 2, ttl=LEASE)
     assert acquire(org_id, "interactive", 2, ttl=1)
     assert redis_client.ttl(concurrency.slots_key(org_id)) >= LEASE - 5
+
+
+def test_extending_a_lease_holds_its_slot_for_a_whole_new_run(org_id, redis_client):
+    """A job a dead worker lost runs again from the start: its slot must last that run too."""
+    assert acquire(org_id, "job-a", 1, ttl=30)
+    before = time.time()
+    assert concurrency.extend(org_id, "job-a", LEASE)
+    assert redis_client.zscore(concurrency.slots_key(org_id), "job-a") >= before + LEASE
+    assert redis_client.ttl(concurrency.slots_key(org_id)) >= LEASE - 5
+    assert concurrency.in_flight(org_id) == 1
+
+
+def test_a_released_or_lapsed_lease_is_not_revived(org_id, redis_client):
+    assert acquire(org_id, "job-a", 2)
+    concurrency.release(org_id, "job-a")
+    assert not concurrency.extend(org_id, "job-a", LEASE)
+    plant_expired_lease(redis_client, org_id, "crashed-job")
+    assert not concurrency.extend(org_id, "crashed-job", LEASE)
+    assert concurrency.in_flight(org_id) == 0
