@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from accounts.models import Organization
 
+from . import terms
 from .models import Plan, Subscription, default_plan
 
 
@@ -19,6 +20,14 @@ class Limits:
     allowed_formats: tuple[str, ...]
     allowed_voices: tuple[str, ...]
     queue_priority: int
+    # The characters reservations may reach this month: the included ones, or more where the plan
+    # sells overage to this organization (up to its spending limit).
+    quota_characters: int = 0
+    spending_limit_cents: int | None = None
+
+    @property
+    def has_overage(self) -> bool:
+        return self.quota_characters > self.monthly_characters
 
 
 def subscription_for(org: Organization) -> Subscription:
@@ -37,13 +46,16 @@ def limits_for(org: Organization) -> Limits:
         override = getattr(sub, name)
         return getattr(plan, name) if override is None else override
 
+    included = pick("monthly_characters")
     return Limits(
         plan=plan.slug,
-        monthly_characters=pick("monthly_characters"),
+        monthly_characters=included,
         requests_per_minute=pick("requests_per_minute"),
         concurrent_jobs=pick("concurrent_jobs"),
         max_input_chars=pick("max_input_chars"),
         allowed_formats=tuple(plan.allowed_formats),
         allowed_voices=tuple(plan.allowed_voices),
         queue_priority=plan.queue_priority,
+        quota_characters=terms.ceiling(plan, sub, included),
+        spending_limit_cents=sub.spending_limit_cents if terms.overage_allowed(plan, sub) else None,
     )

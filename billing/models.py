@@ -29,6 +29,11 @@ class Plan(models.Model):
     queue_priority = models.PositiveSmallIntegerField(default=6)
     is_default = models.BooleanField(default=False, help_text="the plan of new organizations")
     monthly_price_cents = models.PositiveIntegerField(default=0)
+    # Billing terms: `monthly_characters` are included; beyond them either a hard cap (429), or, for
+    # organizations Stripe bills, overage at this price up to the spending limit they set.
+    overage_cents_per_1k = models.PositiveIntegerField(
+        null=True, blank=True, help_text="price per 1,000 characters beyond the included ones; empty: a hard cap"
+    )
 
     class Meta:
         ordering = ["monthly_price_cents", "slug"]
@@ -45,6 +50,14 @@ def default_plan() -> Plan:
     return plan
 
 
+class BillingStatus(models.TextChoices):
+    NONE = "none", "not billed through Stripe"
+    ACTIVE = "active", "active"
+    PAST_DUE = "past_due", "payment failed (grace period)"
+    SUSPENDED = "suspended", "suspended for non-payment"
+    CANCELED = "canceled", "subscription cancelled"
+
+
 class Subscription(models.Model):
     """An organization's plan, and operator overrides of each limit (empty: the plan's)."""
 
@@ -54,6 +67,19 @@ class Subscription(models.Model):
     requests_per_minute = models.PositiveIntegerField(null=True, blank=True)
     concurrent_jobs = models.PositiveIntegerField(null=True, blank=True)
     max_input_chars = models.PositiveIntegerField(null=True, blank=True)
+    # Stripe (billing.stripe_events keeps these in step with Stripe's webhooks).
+    stripe_customer_id = models.CharField(max_length=255, blank=True, db_index=True)
+    stripe_subscription_id = models.CharField(max_length=255, blank=True)
+    billing_status = models.CharField(max_length=16, choices=BillingStatus.choices, default=BillingStatus.NONE)
+    past_due_since = models.DateTimeField(null=True, blank=True)
+    dunning_notified_at = models.DateTimeField(null=True, blank=True)
+    current_period_end = models.DateTimeField(null=True, blank=True)
+    metered_since = models.DateTimeField(null=True, blank=True, help_text="ledger rows from here on go to Stripe")
+    spending_limit_cents = models.PositiveIntegerField(
+        null=True, blank=True, help_text="most overage a month, set by the organization; empty: no limit"
+    )
+    reconciliation = models.JSONField(default=dict, blank=True)
+    reconciled_at = models.DateTimeField(null=True, blank=True)
     updated_at = models.DateTimeField(auto_now=True)
 
     def __str__(self) -> str:
@@ -106,3 +132,50 @@ class UsageEvent(models.Model):
         if self.pk is not None:
             raise ValueError("UsageEvent rows are append-only")
         super().save(*args, **kwargs)
+
+
+class StripeEvent(models.Model):
+    """A webhook event from Stripe, stored by its id: a delivery of an event already handled
+    changes nothing (Stripe delivers at least once)."""
+
+    class Status(models.TextChoices):
+        RECEIVED = "received"
+        PROCESSED = "processed"
+        IGNORED = "ignored"  # a type this product does not act on
+        FAILED = "failed"  # handling raised: Stripe delivers it again
+
+    id = models.CharField(max_length=255, primary_key=True)
+    type = models.CharField(max_length=100, db_index=True)
+    created = models.DateTimeField(help_text="when Stripe created the event")
+    payload = models.JSONField()
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.RECEIVED)
+    error = models.TextField(blank=True)
+    attempts = models.PositiveIntegerField(default=0)
+    received_at = models.DateTimeField(default=timezone.now)
+    processed_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-received_at"]
+
+    def __str__(self) -> str:
+        return f"{self.id} {self.type} ({self.status})"
+
+
+class MeterReport(models.Model):
+    """A ledger row's fate at Stripe's meter (billing.metering): reported, or why not."""
+
+    class Status(models.TextChoices):
+        REPORTED = "reported"
+        TOO_OLD = "too_old"  # older than Stripe's back-dating window: an alert
+        REJECTED = "rejected"  # Stripe refused it for good: an alert
+
+    usage_event = models.OneToOneField(
+        UsageEvent, on_delete=models.PROTECT, primary_key=True, related_name="meter_report"
+    )
+    customer = models.CharField(max_length=255)
+    status = models.CharField(max_length=16, choices=Status.choices)
+    error = models.CharField(max_length=500, blank=True)
+    reported_at = models.DateTimeField(default=timezone.now)
+
+    def __str__(self) -> str:
+        return f"ledger row {self.usage_event_id}: {self.status}"

@@ -24,6 +24,7 @@ DEFAULT_PLANS = [
         "queue_priority": 3,
         "is_default": False,
         "monthly_price_cents": 2_200,
+        "overage_cents_per_1k": 3,  # $30 per million characters beyond the 500,000 included
     },
     {
         "slug": "enterprise",
@@ -35,11 +36,23 @@ DEFAULT_PLANS = [
         "queue_priority": 0,
         "is_default": False,
         "monthly_price_cents": 33_000,
+        "overage_cents_per_1k": 2,
     },
 ]
 
 
 def ensure_plans(plan_model) -> None:
-    """Create the default plans that do not exist yet; never changes existing ones."""
+    """Create the default plans that do not exist yet; never changes existing ones. `plan_model`
+    may be a migration's historical model, which lacks the fields later migrations add."""
+    fields = {f.name for f in plan_model._meta.get_fields()}
     for spec in DEFAULT_PLANS:
-        plan_model.objects.get_or_create(slug=spec["slug"], defaults=spec)
+        plan_model.objects.get_or_create(slug=spec["slug"], defaults={k: v for k, v in spec.items() if k in fields})
+
+
+def add_overage_terms(plan_model) -> None:
+    """Give the seeded paid plans their overage price where an operator has not set one."""
+    for spec in DEFAULT_PLANS:
+        if spec.get("overage_cents_per_1k") is not None:
+            plan_model.objects.filter(slug=spec["slug"], overage_cents_per_1k__isnull=True).update(
+                overage_cents_per_1k=spec["overage_cents_per_1k"]
+            )

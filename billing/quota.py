@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
+from typing import TYPE_CHECKING
 
 from django.db import IntegrityError, transaction
 from django.db.models import F
@@ -18,6 +19,9 @@ from accounts.models import Organization
 from tts_saas.errors import ApiError
 
 from .models import QuotaPeriod
+
+if TYPE_CHECKING:
+    from .limits import Limits
 
 
 def period_start(now: datetime | None = None) -> date:
@@ -37,14 +41,26 @@ class QuotaExceeded(Exception):
     requested: int
     resets_at: datetime
 
-    def error(self) -> ApiError:
-        """The API's answer: 429, with the time the quota resets."""
+    def error(self, limits: Limits | None = None) -> ApiError:
+        """The API's answer: 429, with the time the quota resets (and, for an organization that
+        pays for overage, that its own spending limit is what stopped the request)."""
+        retry = {"Retry-After": str(max(1, int((self.resets_at - timezone.now()).total_seconds())))}
+        if limits is not None and limits.has_overage and limits.spending_limit_cents is not None:
+            return ApiError(
+                429,
+                f"Monthly spending limit reached: {self.used:,} characters used ({limits.monthly_characters:,} "
+                f"included, then overage up to your limit of ${limits.spending_limit_cents / 100:,.2f}); this "
+                f"request needs {self.requested:,}. An owner or admin can raise the limit on the dashboard's "
+                f"billing page; otherwise usage resumes at {self.resets_at:%Y-%m-%dT%H:%M:%SZ}.",
+                "spending_limit_reached",
+                headers=retry,
+            )
         return ApiError(
             429,
             f"Monthly character quota exceeded: {self.used} of {self.limit} used, this request needs "
             f"{self.requested}. The quota resets at {self.resets_at:%Y-%m-%dT%H:%M:%SZ}.",
             "quota_exceeded",
-            headers={"Retry-After": str(max(1, int((self.resets_at - timezone.now()).total_seconds())))},
+            headers=retry,
         )
 
 

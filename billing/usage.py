@@ -39,6 +39,8 @@ class MonthSummary:
     cached_requests: int
     audio_seconds: float
     jobs_in_flight: int
+    billing_status: str = "none"
+    overage_cents_per_1k: int | None = None
 
     @property
     def percent_used(self) -> float:
@@ -56,8 +58,11 @@ def month_summary(org: Organization) -> MonthSummary:
         .filter(created_at__gte=datetime.combine(quota.period_start(), datetime.min.time(), tzinfo=UTC))
         .aggregate(**TOTALS)
     )
+    sub = subscription_for(org)
     return MonthSummary(
-        plan_name=subscription_for(org).plan.name,
+        plan_name=sub.plan.name,
+        billing_status=sub.billing_status,
+        overage_cents_per_1k=sub.plan.overage_cents_per_1k,
         limits=limits_for(org),
         used=used,
         reserved=reserved,

@@ -2,18 +2,25 @@
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, date
 
+import stripe
+from django.conf import settings
+from django.http import JsonResponse
 from django.utils import timezone
+from django.views.decorators.csrf import csrf_exempt
+from django.views.decorators.http import require_POST
 from drf_spectacular.utils import extend_schema, extend_schema_serializer
 from rest_framework import serializers
 from rest_framework.decorators import api_view
 from rest_framework.response import Response
 
 from accounts.tenancy import TenantScopedViewSet
-from tts_saas.errors import error_responses
+from tts_saas.errors import error_response, error_responses
 
-from .models import UsageEvent
+from . import stripe_events
+from .models import BillingStatus, UsageEvent
 from .usage import month_summary, usage_report
 
 
@@ -83,6 +90,14 @@ class SubscriptionSerializer(serializers.Serializer):
     concurrent_jobs = serializers.IntegerField()
     jobs_in_flight = serializers.IntegerField()
     max_input_characters = serializers.IntegerField()
+    billing_status = serializers.ChoiceField(choices=[c for c, _ in BillingStatus.choices])
+    overage_cents_per_1k = serializers.IntegerField(
+        allow_null=True, help_text="the price of characters beyond character_limit; null: a hard cap"
+    )
+    spending_limit_cents = serializers.IntegerField(allow_null=True, help_text="the most overage a month; null: none")
+    character_ceiling = serializers.IntegerField(
+        help_text="what this month's requests may reach: character_limit, or more where overage is sold"
+    )
 
 
 class UsageViewSet(TenantScopedViewSet):
@@ -120,5 +135,40 @@ def subscription(request):
             "concurrent_jobs": limits.concurrent_jobs,
             "jobs_in_flight": month.jobs_in_flight,
             "max_input_characters": limits.max_input_chars,
+            "billing_status": month.billing_status,
+            "overage_cents_per_1k": month.overage_cents_per_1k if limits.has_overage else None,
+            "spending_limit_cents": limits.spending_limit_cents,
+            "character_ceiling": limits.quota_characters,
         }
     )
+
+
+@csrf_exempt
+@require_POST
+def stripe_webhook(request):
+    """Stripe's webhook endpoint (register https://YOUR-HOST/billing/stripe/webhook in Stripe):
+    the signature is checked on the raw body with Stripe's library, then the event is stored and
+    handled once (billing.stripe_events). 400 for a bad signature; 500 when handling failed, so
+    that Stripe delivers the event again."""
+    if not settings.STRIPE_WEBHOOK_SECRET:
+        return error_response(404, "Billing is not configured on this installation.", "not_found")
+    try:
+        stripe.Webhook.construct_event(
+            request.body,
+            request.headers.get("Stripe-Signature", ""),
+            settings.STRIPE_WEBHOOK_SECRET,
+            tolerance=settings.STRIPE_WEBHOOK_TOLERANCE,
+        )
+        event = json.loads(request.body)
+    except (ValueError, stripe.SignatureVerificationError):
+        return error_response(
+            400,
+            "The Stripe-Signature header does not verify for this body: wrong endpoint secret, an altered body, or "
+            "a signature older than the tolerance.",
+            "invalid_signature",
+        )
+    try:
+        row = stripe_events.receive(event)
+    except Exception:
+        return error_response(500, "The event could not be handled now; Stripe delivers it again.", "event_failed")
+    return JsonResponse({"received": True, "status": row.status})

@@ -12,6 +12,9 @@ from django.utils import timezone
 
 from accounts.auth import check_active, principal_for_member
 from accounts.models import Membership
+from billing.limits import subscription_for
+from billing.models import BillingStatus
+from billing.stripe_events import grace_ends
 from tts_saas.errors import ApiError
 
 SESSION_ORG = "organization_id"
@@ -49,8 +52,20 @@ def require_active(request) -> None:
         raise PermissionDenied(exc.message) from exc
 
 
+def billing_notice(org) -> str:
+    """A banner for every page while a payment is overdue or the organization is suspended for it."""
+    sub = subscription_for(org)
+    if sub.billing_status == BillingStatus.PAST_DUE and sub.past_due_since is not None:
+        ends = grace_ends(sub)
+        return f"A payment failed. Service continues until {ends:%Y-%m-%d %H:%M} UTC; pay the open invoice to keep it."
+    if sub.billing_status == BillingStatus.SUSPENDED:
+        return "This organization is suspended for non-payment: pay the open invoice to resume service."
+    return ""
+
+
 def page(request, template: str, nav: str, **context):
     context.update(
+        billing_notice=billing_notice(request.membership.organization),
         nav=nav,
         current_org=request.membership.organization,
         memberships=request.memberships,

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.urls import path, re_path
 
-from .views import account, docs, jobs, keys, overview, playground, team
+from .views import account, billing, docs, jobs, keys, overview, playground, team
 
 app_name = "dashboard"
 
@@ -22,4 +22,8 @@ urlpatterns = [
     path("jobs", jobs.jobs, name="jobs"),
     path("jobs/<uuid:job_id>/audio", jobs.job_audio, name="job-audio"),
     path("docs", docs.docs, name="docs"),
+    path("billing/", billing.billing, name="billing"),
+    path("billing/checkout", billing.checkout, name="billing-checkout"),
+    path("billing/portal", billing.portal, name="billing-portal"),
+    path("billing/spending-limit", billing.spending_limit, name="billing-spending-limit"),
 ]

@@ -82,9 +82,9 @@ def submit_job(
     returned and this reservation given back (admission has already answered plain retries)."""
     org = principal.organization
     try:
-        period = quota.reserve(org, speech.characters, limits.monthly_characters)
+        period = quota.reserve(org, speech.characters, limits.quota_characters)
     except quota.QuotaExceeded as exc:
-        raise exc.error() from exc
+        raise exc.error(limits) from exc
     data = speech.data
     try:
         with transaction.atomic():

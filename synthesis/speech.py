@@ -42,7 +42,7 @@ def record_cache_hit(
     try:
         ledger.charge_cached(
             org=principal.organization,
-            limit=limits.monthly_characters,
+            limit=limits.quota_characters,
             characters=speech.characters,
             api_key_id=principal.api_key.pk if principal.api_key else None,
             request_id=request_id,
@@ -52,7 +52,7 @@ def record_cache_hit(
             latency_ms=int((time.monotonic() - started) * 1000),
         )
     except quota.QuotaExceeded as exc:
-        raise exc.error() from exc
+        raise exc.error(limits) from exc
 
 
 async def lookup_cache(org_id: int, speech: PreparedSpeech, count: bool = True) -> bytes | None:
@@ -194,9 +194,9 @@ async def share(
 ) -> SharedFeed:
     org, characters = principal.organization, speech.characters
     try:
-        period = await in_thread(quota.reserve)(org, characters, limits.monthly_characters)
+        period = await in_thread(quota.reserve)(org, characters, limits.quota_characters)
     except quota.QuotaExceeded as exc:
-        raise exc.error() from exc
+        raise exc.error(limits) from exc
 
     def bill(audio_seconds: float) -> None:
         ledger.settle(

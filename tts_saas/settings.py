@@ -126,6 +126,7 @@ AUTH_PASSWORD_VALIDATORS = [
 LOGIN_REDIRECT_URL = "dashboard:overview"
 LOGOUT_REDIRECT_URL = "login"
 EMAIL_BACKEND = envstr("EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend")
+EMAIL_FILE_PATH = envstr("EMAIL_FILE_PATH", str(BASE_DIR / "var" / "mail"))  # the file-based backend's
 EMAIL_HOST = envstr("EMAIL_HOST", "localhost")
 EMAIL_PORT = envint("EMAIL_PORT", 25)
 EMAIL_HOST_USER = envstr("EMAIL_HOST_USER")
@@ -213,7 +214,24 @@ CELERY_BEAT_SCHEDULE = {
     },
     "reap-stale-jobs": {"task": "synthesis.tasks.reap_stale_jobs", "schedule": 60.0, "options": {"queue": "default"}},
     "delete-old-jobs": {"task": "synthesis.tasks.delete_old_jobs", "schedule": 3600.0, "options": {"queue": "default"}},
+    # Billing (does nothing unless STRIPE_SECRET_KEY is set).
+    "report-usage": {
+        "task": "billing.tasks.report_usage",
+        "schedule": envfloat("STRIPE_REPORT_SECONDS", 60.0),
+        "options": {"queue": "default", "expires": 50},
+    },
+    "enforce-dunning": {"task": "billing.tasks.enforce_dunning", "schedule": 600.0, "options": {"queue": "default"}},
 }
+
+# Billing through Stripe: without STRIPE_SECRET_KEY operators assign plans and nothing is charged.
+STRIPE_SECRET_KEY = envsecret("STRIPE_SECRET_KEY")
+STRIPE_WEBHOOK_SECRET = envsecret("STRIPE_WEBHOOK_SECRET")  # whsec_…, of the endpoint /billing/stripe/webhook
+STRIPE_API_BASE = envstr("STRIPE_API_BASE")  # empty: Stripe's own; tests point it at a local fake
+STRIPE_TIMEOUT = envfloat("STRIPE_TIMEOUT", 10.0)  # seconds per request to Stripe
+STRIPE_MAX_NETWORK_RETRIES = envint("STRIPE_MAX_NETWORK_RETRIES", 2)  # the library's, with idempotency keys
+STRIPE_PAYMENT_GRACE_DAYS = envfloat("STRIPE_PAYMENT_GRACE_DAYS", 7.0)  # payment failed -> suspended after
+STRIPE_METER_BATCH = envint("STRIPE_METER_BATCH", 100)  # ledger rows sent per report run
+STRIPE_WEBHOOK_TOLERANCE = envint("STRIPE_WEBHOOK_TOLERANCE", 300)  # seconds a signed event stays valid
 
 # Synthesis service.
 TTS_MODEL_DIR = envstr("TTS_MODEL_DIR")  # empty: ChatTTS's own Hugging Face download

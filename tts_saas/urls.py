@@ -9,7 +9,7 @@ from drf_spectacular.views import SpectacularJSONAPIView, SpectacularRedocView
 from rest_framework.permissions import AllowAny
 
 from accounts.views import ApiKeyViewSet, WebhookSecretViewSet
-from billing.views import UsageViewSet, subscription
+from billing.views import UsageViewSet, stripe_webhook, subscription
 from dashboard.throttles import posted, throttled
 from dashboard.views.account import password_reset, sign_in
 from dashboard.views.operations import operations
@@ -52,6 +52,7 @@ v1 = [
 urlpatterns = [
     path("v1/", include(v1)),
     path("healthz", health),
+    path("billing/stripe/webhook", stripe_webhook, name="stripe-webhook"),
     path("metrics", metrics_view),
     path("ops/", operations, name="operations"),
     path("admin/login/", staff_sign_in),  # throttled like the dashboard's sign-in
