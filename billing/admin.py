@@ -142,7 +142,7 @@ class SubscriptionAdmin(admin.ModelAdmin):
         for sub in queryset:
             try:
                 if sub.stripe_subscription_id:
-                    stripe_events.apply_subscription(client.subscription(sub.stripe_subscription_id))
+                    stripe_events.apply_subscription(client.subscription(sub.stripe_subscription_id), client)
                 if sub.stripe_customer_id:
                     reconcile.reconcile(client, timezone.now(), Subscription.objects.filter(pk=sub.pk))
                 done += 1

@@ -24,10 +24,7 @@ class Limits:
     # sells overage to this organization (up to its spending limit).
     quota_characters: int = 0
     spending_limit_cents: int | None = None
-
-    @property
-    def has_overage(self) -> bool:
-        return self.quota_characters > self.monthly_characters
+    has_overage: bool = False  # characters beyond the included ones are sold (up to the spending limit)
 
 
 def subscription_for(org: Organization) -> Subscription:
@@ -46,7 +43,9 @@ def limits_for(org: Organization) -> Limits:
         override = getattr(sub, name)
         return getattr(plan, name) if override is None else override
 
-    included = pick("monthly_characters")
+    # Stripe bills the plan's included characters (its overage price's free tier is the plan's):
+    # an operator's override of them applies only to organizations not billed through Stripe.
+    included = plan.monthly_characters if terms.stripe_billed(sub) else pick("monthly_characters")
     return Limits(
         plan=plan.slug,
         monthly_characters=included,
@@ -58,4 +57,5 @@ def limits_for(org: Organization) -> Limits:
         queue_priority=plan.queue_priority,
         quota_characters=terms.ceiling(plan, sub, included),
         spending_limit_cents=sub.spending_limit_cents if terms.overage_allowed(plan, sub) else None,
+        has_overage=terms.overage_allowed(plan, sub),
     )

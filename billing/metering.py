@@ -17,6 +17,7 @@ billing can be corrected and the difference invoiced by hand.
 from __future__ import annotations
 
 import logging
+import time
 from datetime import timedelta
 
 import stripe
@@ -26,26 +27,37 @@ from django.utils import timezone
 
 from tts_saas.redis import get_redis
 
-from .models import MeterReport, UsageEvent
+from .models import MeterReport, Subscription, UsageEvent
 from .stripe_client import BACKDATE_LIMIT_DAYS, TRANSIENT_ERRORS, StripeClient
 
 logger = logging.getLogger(__name__)
 
 LOCK = "tts:billing:report-usage"
+RUN_SECONDS = 40  # one run's sending time (beat starts one a minute): ~100 events/s keep up with busy ledgers
 
 
 class TransientStripeError(Exception):
     """Stripe could not be reached or failed; the report task retries with backoff."""
 
 
+class StripeRefused(Exception):
+    """Stripe refused an event for a reason that is not the row's (a revoked key, no meter): the
+    run stops and every row waits for the operator to fix it."""
+
+
+# Refusals that belong to one row (its customer, its time); any other refusal stops the run.
+ROW_PARAMS = ("payload[stripe_customer_id]", "payload[value]", "timestamp")
+
+
 def pending() -> QuerySet[UsageEvent]:
-    """Ledger rows still to be sent, oldest first."""
+    """Ledger rows still to be sent, oldest first: only billed organizations' rows are looked at
+    (the ledger's (organization, created_at) index), each since its metered subscription began."""
+    billed = Subscription.objects.exclude(stripe_customer_id="").filter(metered_since__isnull=False)
     return (
         UsageEvent.objects.filter(
+            organization_id__in=billed.values("organization_id"),
             characters__gt=0,
             meter_report__isnull=True,
-            organization__subscription__stripe_customer_id__gt="",
-            organization__subscription__metered_since__isnull=False,
             created_at__gte=F("organization__subscription__metered_since"),
         )
         .select_related("organization__subscription")
@@ -59,8 +71,15 @@ def report_usage(client: StripeClient | None = None, batch: int | None = None) -
     redis = get_redis()
     if not redis.set(LOCK, "1", nx=True, ex=300):
         return {"skipped": 1}
+    client = client or StripeClient()
+    totals = {"reported": 0, "too_old": 0, "rejected": 0}
+    deadline = time.monotonic() + RUN_SECONDS
     try:
-        return _report(client or StripeClient(), batch)
+        while True:  # batch after batch while there are rows, for at most RUN_SECONDS
+            counts = _report(client, batch)
+            totals = {k: totals[k] + counts[k] for k in totals}
+            if sum(counts.values()) < batch or time.monotonic() > deadline:
+                return totals
     finally:
         redis.delete(LOCK)
 
@@ -85,7 +104,10 @@ def _report(client: StripeClient, batch: int) -> dict[str, int]:
         except TRANSIENT_ERRORS as exc:
             logger.warning("Stripe did not take a meter event; retrying later", extra={"usage_event": row.pk})
             raise TransientStripeError(str(exc)) from exc
-        except stripe.StripeError as exc:  # refused for good (4xx): alert, keep the row's story
+        except stripe.InvalidRequestError as exc:
+            if exc.param not in ROW_PARAMS:
+                logger.error("ALERT: Stripe refuses meter events: %s", exc, extra={"usage_event": row.pk})
+                raise StripeRefused(str(exc)) from exc
             _mark(row, MeterReport.Status.REJECTED, str(exc.user_message or exc)[:500])
             logger.error(
                 "ALERT: Stripe refused a meter event; the row was not billed through it",
@@ -93,6 +115,9 @@ def _report(client: StripeClient, batch: int) -> dict[str, int]:
             )
             counts["rejected"] += 1
             continue
+        except stripe.StripeError as exc:  # authentication, permission, idempotency: not the row's fault
+            logger.error("ALERT: Stripe refuses meter events: %s", exc, extra={"usage_event": row.pk})
+            raise StripeRefused(str(exc)) from exc
         _mark(row, MeterReport.Status.REPORTED)
         counts["reported"] += 1
     return counts

@@ -75,6 +75,10 @@ class Subscription(models.Model):
     dunning_notified_at = models.DateTimeField(null=True, blank=True)
     current_period_end = models.DateTimeField(null=True, blank=True)
     metered_since = models.DateTimeField(null=True, blank=True, help_text="ledger rows from here on go to Stripe")
+    billing_suspended_at = models.DateTimeField(
+        null=True, blank=True, help_text="when billing suspended the organization (only that suspension is lifted)"
+    )
+    lapsed_subscription_id = models.CharField(max_length=255, blank=True, help_text="the subscription that owes")
     spending_limit_cents = models.PositiveIntegerField(
         null=True, blank=True, help_text="most overage a month, set by the organization; empty: no limit"
     )

@@ -54,6 +54,18 @@ def plan_slug_of_price(price: dict) -> str | None:
     return None
 
 
+def invoice_subscription(invoice: dict) -> str:
+    """The subscription an invoice bills ('' for one-off invoices): since API version 2025-03-31 it
+    is under `parent.subscription_details`."""
+    details = (invoice.get("parent") or {}).get("subscription_details") or {}
+    return details.get("subscription") or invoice.get("subscription") or ""
+
+
+def first_of_next_month(now: datetime) -> datetime:
+    year, month = (now.year + 1, 1) if now.month == 12 else (now.year, now.month + 1)
+    return datetime(year, month, 1, tzinfo=UTC)
+
+
 def meter_identifier(usage_event_id: int) -> str:
     return f"ledger-{usage_event_id}"
 
@@ -115,7 +127,12 @@ class StripeClient:
             "success_url": success_url,
             "cancel_url": cancel_url,
             "metadata": metadata,
-            "subscription_data": {"metadata": metadata},
+            # Periods on calendar months (UTC), as quotas, the spending limit and the estimate
+            # count them; the first, partial month is prorated.
+            "subscription_data": {
+                "metadata": metadata,
+                "billing_cycle_anchor": int(first_of_next_month(datetime.now(UTC)).timestamp()),
+            },
         }
         session = self.v1.checkout.sessions.create(params=params)
         if not session.url:
@@ -133,6 +150,19 @@ class StripeClient:
 
     def checkout_session_object(self, session_id: str) -> dict:
         return self.v1.checkout.sessions.retrieve(session_id).to_dict()
+
+    def customer(self, customer_id: str) -> dict:
+        return self.v1.customers.retrieve(customer_id).to_dict()
+
+    def live_subscriptions(self, customer: str) -> list[dict]:
+        """The customer's subscriptions that have not ended."""
+        found = self.v1.subscriptions.list(params={"customer": customer, "status": "all", "limit": 100})
+        subs = [s.to_dict() for s in found.data]
+        return [s for s in subs if s.get("status") not in ("canceled", "incomplete_expired")]
+
+    def open_invoices(self, customer: str) -> list[dict]:
+        found = self.v1.invoices.list(params={"customer": customer, "status": "open", "limit": 100})
+        return [i.to_dict() for i in found.data]
 
     def invoice(self, invoice_id: str) -> dict:
         return self.v1.invoices.retrieve(invoice_id).to_dict()

@@ -12,12 +12,17 @@ UNLIMITED = 10**15  # characters: overage without a spending limit
 
 
 def overage_allowed(plan: Plan, sub: Subscription) -> bool:
-    """Overage is sold only to organizations Stripe bills (a live subscription on such a plan)."""
+    """Overage is sold only to organizations Stripe bills (a live subscription on such a plan),
+    and not while a payment is overdue."""
     return (
         plan.overage_cents_per_1k is not None
         and bool(sub.stripe_subscription_id)
-        and sub.billing_status in (BillingStatus.ACTIVE, BillingStatus.PAST_DUE)
+        and sub.billing_status == BillingStatus.ACTIVE
     )
+
+
+def stripe_billed(sub: Subscription) -> bool:
+    return bool(sub.stripe_subscription_id) and sub.billing_status in (BillingStatus.ACTIVE, BillingStatus.PAST_DUE)
 
 
 def ceiling(plan: Plan, sub: Subscription, included: int) -> int:

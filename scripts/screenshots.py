@@ -18,16 +18,50 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tts_saas.settings")
 OUT = ROOT / "docs" / "screenshots"
 
 
+STRIPE_KEY = "sk_test_screenshots"
+STRIPE_WEBHOOK_SECRET = "whsec_screenshots"
+
+
+def stripe_env(url: str) -> dict[str, str]:
+    return {"STRIPE_SECRET_KEY": STRIPE_KEY, "STRIPE_WEBHOOK_SECRET": STRIPE_WEBHOOK_SECRET, "STRIPE_API_BASE": url}
+
+
+def billing(page, base: str, stripe_fake) -> None:
+    """The billing page on the free plan, then after upgrading to Pro through (fake) Checkout."""
+    import httpx
+
+    from tests.fake_stripe import sign
+
+    page.click("text=Billing")
+    page.screenshot(path=OUT / "billing-free.png", full_page=True)
+    page.click("text=Switch to Pro")  # to Checkout, which the fake does not render
+    session_id = page.url.rsplit("/", 1)[1]
+    subscription = stripe_fake.complete_checkout(session_id)
+    payload, _ = stripe_fake.event("checkout.session.completed", stripe_fake.get(session_id))
+    headers = {"Stripe-Signature": sign(payload, STRIPE_WEBHOOK_SECRET), "Content-Type": "application/json"}
+    httpx.post(f"{base}/billing/stripe/webhook", content=payload, headers=headers, timeout=30).raise_for_status()
+    stripe_fake.create_invoice(subscription["customer"], status="paid", amount_due=2200, amount_paid=2200)
+    page.goto(f"{base}/dashboard/billing/")
+    page.screenshot(path=OUT / "billing.png", full_page=True)
+
+
 def main() -> None:
     import httpx
     from common import Stack, checkpoint
 
     from tests.browser import browser_page, sign_up
+    from tests.fake_stripe import FakeStripe
 
     OUT.mkdir(parents=True, exist_ok=True)
-    with Stack(checkpoint("tiny")) as stack, browser_page(width=1100, height=760) as page:
+    with (
+        FakeStripe(api_key=STRIPE_KEY) as stripe_fake,  # billing against a local fake of Stripe's API
+        Stack(checkpoint("tiny"), **stripe_env(stripe_fake.url)) as stack,
+        browser_page(width=1100, height=760) as page,
+    ):
         base = stack.base_url
         env = {**stack.env, "DJANGO_SUPERUSER_PASSWORD": "screenshots-only-password"}
+        sync = [sys.executable, "manage.py", "stripe_sync"]
+        subprocess.check_call(sync, cwd=ROOT, env=env, stdout=subprocess.DEVNULL)
         subprocess.check_call(
             [
                 sys.executable,
@@ -72,6 +106,7 @@ def main() -> None:
         page.screenshot(path=OUT / "jobs.png")
         page.click("text=Overview")
         page.screenshot(path=OUT / "overview.png", full_page=True)
+        billing(page, base, stripe_fake)
         page.goto(f"{base}/admin/login/?next=/ops/")
         page.fill("#id_username", "ops")
         page.fill("#id_password", "screenshots-only-password")

@@ -298,6 +298,7 @@ class FakeStripe:
         self._price_tiers: dict[str, list[dict[str, Any]]] = {}  # returned only when expanded, as by Stripe
         self._session_line_items: dict[str, list[dict[str, Any]]] = {}
         self._session_subscription_metadata: dict[str, dict[str, str]] = {}
+        self._session_anchor: dict[str, int | None] = {}  # subscription_data[billing_cycle_anchor]
         self._meter_event_answers: dict[str, dict[str, Any]] = {}  # identifier -> the first answer
 
         self._routes: list[tuple[str, re.Pattern[str], Callable[..., dict[str, Any]]]] = [
@@ -320,6 +321,7 @@ class FakeStripe:
                 ("GET", "/v1/billing/meters/(?P<id>[^/]+)", self._retrieve_meter),
                 ("GET", "/v1/billing/meters/(?P<id>[^/]+)/event_summaries", self._meter_event_summaries),
                 ("POST", "/v1/billing/meter_events", self._create_meter_event),
+                ("GET", "/v1/subscriptions", self._list_subscriptions),
                 ("GET", "/v1/subscriptions/(?P<id>[^/]+)", self._retrieve_subscription),
                 ("GET", "/v1/invoices", self._list_invoices),
                 ("GET", "/v1/invoices/(?P<id>[^/]+)", self._retrieve_invoice),
@@ -639,7 +641,17 @@ class FakeStripe:
         if mode == "payment" and recurring:
             raise _bad("You specified `payment` mode but passed a recurring price.", "line_items")
         subscription_data = _dict(params, "subscription_data")
-        _allow_nested(subscription_data, "subscription_data", "metadata", "description")
+        _allow_nested(
+            subscription_data,
+            "subscription_data",
+            "metadata",
+            "description",
+            "billing_cycle_anchor",
+            "proration_behavior",
+        )
+        anchor = _int(subscription_data, "billing_cycle_anchor", param="subscription_data[billing_cycle_anchor]")
+        if anchor is not None and anchor <= self.now():
+            raise _bad("billing_cycle_anchor must be in the future.", "subscription_data[billing_cycle_anchor]")
         session_id = self._new_id("cs")
         session = {
             "id": session_id,
@@ -661,6 +673,7 @@ class FakeStripe:
         }
         self._session_line_items[session_id] = stored_items
         self._session_subscription_metadata[session_id] = _merge_metadata({}, subscription_data.get("metadata"))
+        self._session_anchor[session_id] = anchor
         return self._store(session)
 
     def _retrieve_checkout_session(self, params: dict[str, Any], id: str) -> dict[str, Any]:
@@ -1063,6 +1076,20 @@ class FakeStripe:
 
     # --- subscriptions and invoices (read-only through the API; the helpers below change them) ---
 
+    def _list_subscriptions(self, params: dict[str, Any]) -> dict[str, Any]:
+        """By customer; `status` one value or "all" (Stripe's default leaves out canceled ones)."""
+        _allow(params, "customer", "status", "limit", "starting_after")
+        subscriptions = self._all("subscription")
+        if (customer := _str(params, "customer")) is not None:
+            subscriptions = [s for s in subscriptions if s["customer"] == customer]
+        status = _str(params, "status")
+        if status is None:
+            subscriptions = [s for s in subscriptions if s["status"] not in ("canceled", "incomplete_expired")]
+        elif status != "all":
+            subscriptions = [s for s in subscriptions if s["status"] == status]
+        subscriptions.sort(key=lambda s: s["created"])
+        return self._list("/v1/subscriptions", subscriptions, params)
+
     def _retrieve_subscription(self, params: dict[str, Any], id: str) -> dict[str, Any]:
         _allow(params)
         return self._render(self._find("subscription", id, "subscription"))
@@ -1112,7 +1139,7 @@ class FakeStripe:
                 "metadata": dict(self._session_subscription_metadata[session_id]),
                 "items": {"object": "list", "data": [], "has_more": False, "url": ""},
                 "current_period_start": now,
-                "current_period_end": now + 30 * DAY,
+                "current_period_end": self._session_anchor.get(session_id) or now + 30 * DAY,
                 "cancel_at_period_end": False,
                 "cancel_at": None,
                 "canceled_at": None,

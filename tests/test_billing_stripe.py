@@ -22,7 +22,8 @@ from billing import metering, stripe_events
 from billing.limits import limits_for, subscription_for
 from billing.models import BillingStatus, MeterReport, Plan, QuotaPeriod, StripeEvent, UsageEvent
 from billing.quota import period_start
-from billing.stripe_client import StripeClient, meter_identifier
+from billing.stripe_client import StripeClient, first_of_next_month, meter_identifier
+from billing.tasks import report_usage
 from tests import stack
 from tests.conftest import make_persona
 from tests.fake_stripe import FakeStripe, sign
@@ -158,7 +159,10 @@ def test_upgrading_through_checkout_changes_the_plan_and_limits_at_once(client, 
     checkout = fake.calls("POST", "/v1/checkout/sessions")[-1].params
     assert checkout["client_reference_id"] == str(persona.org.pk) and len(checkout["line_items"]) == 2
     page = client.get("/dashboard/billing/").content.decode()
-    assert "Pro" in page and "Manage billing in Stripe" in page
+    assert 'id="current-plan">Pro<' in page and 'id="billing-status">active<' in page
+    anchor = checkout["subscription_data"]["billing_cycle_anchor"]  # periods on calendar months, as quotas
+    assert int(anchor) == int(first_of_next_month(timezone.now()).timestamp())
+    assert sub.current_period_end == first_of_next_month(timezone.now())
 
 
 def test_members_see_the_plan_but_no_billing_actions(client, fake, synced):
@@ -166,7 +170,7 @@ def test_members_see_the_plan_but_no_billing_actions(client, fake, synced):
     member = owner_user(persona.org, "member@example.com", Membership.Role.MEMBER)
     client.force_login(member)
     page = client.get("/dashboard/billing/").content.decode()
-    assert "Free" in page and "Switch to" not in page and "Manage billing" not in page
+    assert 'id="current-plan">Free<' in page and "Switch to" not in page and "Manage billing" not in page
     assert client.post("/dashboard/billing/checkout", {"plan": "pro"}).status_code == 403
     assert client.post("/dashboard/billing/portal").status_code == 403
     assert not fake.calls("POST", "/v1/customers") or all(
@@ -328,14 +332,15 @@ def job(web: str, key: str, text: str) -> httpx.Response:
 def test_overage_is_sold_to_billed_plans_up_to_the_spending_limit_and_free_plans_stop_at_the_cap(
     client, fake, web, synced
 ):
-    billed = make_persona("Overage", monthly_characters=100)
+    billed = make_persona("Overage", monthly_characters=100)  # an override Stripe cannot bill: ignored
     billed_customer(fake, billed.org)
-    use(billed.org, 100)  # the included characters are used up
+    assert limits_for(billed.org).monthly_characters == 500_000  # the Pro plan's, as its Stripe price
+    use(billed.org, 500_000)  # the included characters are used up
     assert job(web, billed.key, "Over the included characters.").status_code == 202  # overage
     client.force_login(owner_user(billed.org))
     assert client.post("/dashboard/billing/spending-limit", {"spending_limit": "0.01"}).status_code == 302
     assert subscription_for(billed.org).spending_limit_cents == 1  # 1 cent at 3 cents/1,000: 333 characters
-    use(billed.org, 100 + 330)
+    use(billed.org, 500_000 + 330)
     refused = job(web, billed.key, "This one goes past the spending limit.")
     assert refused.status_code == 429
     error = refused.json()["error"]
@@ -374,13 +379,15 @@ def test_reconciliation_finds_an_injected_difference(fake, synced):
 
 
 def test_the_billing_page_shows_usage_the_estimate_and_invoices(client, fake, web, synced):
-    persona = make_persona("Invoiced", monthly_characters=1000)
+    persona = make_persona("Invoiced")
     stripe_sub = subscribe(client, fake, web, persona.org, "pro")
     fake.create_invoice(stripe_sub["customer"], status="paid", amount_due=2200, amount_paid=2200)
-    use(persona.org, 1500)  # 500 beyond the included 1,000 at 3 cents/1,000: 1.5 cents, billed as 2
+    use(persona.org, 500_500)  # 500 beyond the included 500,000 at 3 cents/1,000: 1.5 cents, billed as 2
     page = client.get("/dashboard/billing/").content.decode()
-    assert "1,500" in page and "$22.02" in page and "500 characters of overage" in page
-    assert 'id="invoices"' in page and "$22.00" in page and f"{fake.url}/invoice/" in page
+    assert "500,500" in page and "500,000 characters a month included" in page
+    assert "$22.02" in page and "500 characters of overage" in page
+    invoices = page.split('id="invoices"', 1)[1]
+    assert "$22.00 USD" in invoices and f"{fake.url}/invoice/" in invoices and ">paid<" in invoices
     assert json.loads(api(web, persona.key, "/v1/subscription").text)["plan"]["id"] == "pro"
 
 
@@ -400,3 +407,115 @@ def test_an_event_whose_handling_fails_changes_nothing_and_is_handled_when_deliv
     assert again.status_code == 200 and subscription_for(persona.org).plan.slug == "enterprise"
     row.refresh_from_db()
     assert (row.status, row.attempts, row.error) == (StripeEvent.Status.PROCESSED, 2, "")
+
+
+def test_cancelling_returns_to_the_free_plan_and_unsent_usage_still_reaches_the_meter(client, fake, web, synced):
+    persona = make_persona("Leaving")
+    stripe_sub = subscribe(client, fake, web, persona.org, "pro")
+    (row,) = ledger_rows(persona.org, [42])  # not sent yet when the cancellation arrives
+    fake.cancel_subscription(stripe_sub["id"])
+    assert deliver(web, fake, "customer.subscription.deleted", fake.get(stripe_sub["id"]))[0].status_code == 200
+    sub = subscription_for(persona.org)
+    assert (sub.plan.slug, sub.billing_status, sub.stripe_subscription_id) == ("free", "canceled", "")
+    assert not limits_for(persona.org).has_overage
+    metering.report_usage()
+    assert [e["value"] for e in fake.meter_events if e["identifier"] == meter_identifier(row.pk)] == [42]
+
+
+def fail_payment(fake, web, stripe_sub) -> dict:
+    invoice = fake.create_invoice(stripe_sub["customer"], status="open", amount_due=2200, subscription=stripe_sub["id"])
+    assert deliver(web, fake, "invoice.payment_failed", invoice)[0].status_code == 200
+    return invoice
+
+
+def test_billing_never_lifts_an_operators_suspension(client, fake, web, synced):
+    persona = make_persona("Operated")
+    stripe_sub = subscribe(client, fake, web, persona.org, "pro")
+    invoice = fail_payment(fake, web, stripe_sub)
+    org = persona.org
+    org.refresh_from_db()
+    org.suspended_at, org.suspension_reason = timezone.now(), "abuse of the service"
+    org.save()
+    assert stripe_events.enforce_dunning(timezone.now() + timedelta(days=8)) == 0  # already suspended
+    assert deliver(web, fake, "invoice.paid", fake.set_invoice(invoice["id"], status="paid"))[0].status_code == 200
+    org.refresh_from_db()
+    assert org.suspended_at is not None and org.suspension_reason == "abuse of the service"
+    refused = api(web, persona.key, "/v1/voices")
+    assert refused.status_code == 403 and "abuse" in refused.json()["error"]["message"]
+
+
+def test_a_subscription_that_ends_unpaid_stays_suspended_until_the_invoice_is_paid(client, fake, web, synced):
+    persona = make_persona("Unpaid")
+    stripe_sub = subscribe(client, fake, web, persona.org, "pro")
+    invoice = fail_payment(fake, web, stripe_sub)
+    assert stripe_events.enforce_dunning(timezone.now() + timedelta(days=8)) == 1
+    fake.cancel_subscription(stripe_sub["id"])  # Stripe gives up retrying and cancels
+    assert deliver(web, fake, "customer.subscription.deleted", fake.get(stripe_sub["id"]))[0].status_code == 200
+    sub = subscription_for(persona.org)
+    assert (sub.plan.slug, sub.billing_status) == ("free", "suspended")
+    assert api(web, persona.key, "/v1/voices").status_code == 403
+    one_off = fake.create_invoice(stripe_sub["customer"], status="paid", amount_due=100)  # not the subscription's
+    assert deliver(web, fake, "invoice.paid", one_off)[0].status_code == 200
+    assert api(web, persona.key, "/v1/voices").status_code == 403
+    assert deliver(web, fake, "invoice.paid", fake.set_invoice(invoice["id"], status="paid"))[0].status_code == 200
+    assert api(web, persona.key, "/v1/voices").status_code == 200
+    assert subscription_for(persona.org).billing_status == "canceled"
+
+
+def test_a_second_checkout_goes_to_the_portal_and_never_makes_a_second_subscription(client, fake, web, synced):
+    persona = make_persona("Twice")
+    client.force_login(owner_user(persona.org))
+    sessions = len(fake.calls("POST", "/v1/checkout/sessions"))
+    first = client.post("/dashboard/billing/checkout", {"plan": "pro"})
+    fake.complete_checkout(first["Location"].rsplit("/", 1)[1])  # paid; its webhook has not arrived yet
+    second = client.post("/dashboard/billing/checkout", {"plan": "enterprise"})
+    assert second.status_code == 302 and second["Location"].startswith(f"{fake.url}/portal/")
+    assert len(fake.calls("POST", "/v1/checkout/sessions")) == sessions + 1
+
+
+def test_a_subscription_made_elsewhere_cannot_attach_itself_to_an_organization(client, fake, web, synced):
+    victim = make_persona("Victim")
+    stranger = StripeClient()
+    customer = stranger.v1.customers.create(params={"email": "mallory@example.com"}).id  # no org of ours
+    base_price = stranger.prices_by_lookup_key(["tts_enterprise_base"])["tts_enterprise_base"]["id"]
+    session = stranger.v1.checkout.sessions.create(
+        params={
+            "mode": "subscription",
+            "customer": customer,
+            "client_reference_id": str(victim.org.pk),
+            "line_items": [{"price": base_price, "quantity": 1}],
+            "success_url": "https://example.com/ok",
+            "metadata": {"org_id": str(victim.org.pk)},
+            "subscription_data": {"metadata": {"org_id": str(victim.org.pk)}},
+        }
+    )
+    stripe_sub = fake.complete_checkout(session.id)
+    assert deliver(web, fake, "checkout.session.completed", fake.get(session.id))[0].status_code == 200
+    assert deliver(web, fake, "customer.subscription.created", fake.get(stripe_sub["id"]))[0].status_code == 200
+    sub = subscription_for(victim.org)
+    assert (sub.plan.slug, sub.stripe_customer_id, sub.billing_status) == ("free", "", "none")
+
+
+def test_a_refused_key_stops_reporting_without_giving_up_on_any_row(fake, synced, settings):
+    persona = make_persona("Revoked")
+    billed_customer(fake, persona.org)
+    rows = ledger_rows(persona.org, [5, 6])
+    settings.STRIPE_SECRET_KEY = "sk_test_revoked"  # Stripe answers 401 to every call
+    with pytest.raises(metering.StripeRefused):
+        metering.report_usage()
+    assert not MeterReport.objects.filter(usage_event__in=rows).exists()  # all still pending
+    settings.STRIPE_SECRET_KEY = SECRET_KEY
+    assert metering.report_usage()["reported"] == 2
+
+
+def test_the_beat_task_retries_a_failed_report_with_backoff(fake, synced):
+    persona = make_persona("Backoff")
+    billed_customer(fake, persona.org)
+    rows = ledger_rows(persona.org, [9])
+    attempts = len(fake.calls("POST", "/v1/billing/meter_events"))
+    fake.fail_next("POST", "/v1/billing/meter_events")
+    result = report_usage.apply()  # eager: Celery runs the retry at once instead of after its countdown
+    assert result.successful() and result.result["reported"] == 1
+    assert len(fake.calls("POST", "/v1/billing/meter_events")) == attempts + 2
+    assert MeterReport.objects.get(usage_event=rows[0]).status == "reported"
+    assert report_usage.autoretry_for == (metering.TransientStripeError,) and report_usage.retry_backoff

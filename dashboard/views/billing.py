@@ -15,7 +15,7 @@ from django.views.decorators.http import require_POST
 
 from billing import quota, terms
 from billing.limits import limits_for, subscription_for
-from billing.models import BillingStatus, Plan
+from billing.models import Plan
 from billing.stripe_client import CatalogueMissing, StripeClient, configured
 from billing.stripe_events import grace_ends
 
@@ -82,7 +82,9 @@ def checkout(request):
     back = request.build_absolute_uri(reverse("dashboard:billing"))
     client = StripeClient()
     try:
-        if sub.stripe_subscription_id and sub.billing_status != BillingStatus.CANCELED:
+        # A subscription not ended (also one whose webhook has not arrived yet: a second tab, a
+        # second click) changes plans in the portal; a second Checkout would bill twice.
+        if sub.stripe_customer_id and client.live_subscriptions(sub.stripe_customer_id):
             return redirect(client.portal_session(customer=sub.stripe_customer_id, return_url=back))
         if not sub.stripe_customer_id:
             sub.stripe_customer_id = client.create_customer(org_id=org.pk, name=org.name, email=request.user.email)
