@@ -132,6 +132,7 @@ EMAIL_PORT = envint("EMAIL_PORT", 25)
 EMAIL_HOST_USER = envstr("EMAIL_HOST_USER")
 EMAIL_HOST_PASSWORD = envsecret("EMAIL_HOST_PASSWORD")
 EMAIL_USE_TLS = envbool("EMAIL_USE_TLS", False)
+EMAIL_TIMEOUT = envint("EMAIL_TIMEOUT", 10)  # seconds: a slow mail server never holds a request
 DEFAULT_FROM_EMAIL = envstr("DEFAULT_FROM_EMAIL", "tts_saas <noreply@localhost>")
 # Behind TLS in production (TTS_HTTPS=1): secure cookies, HSTS. The scheme a proxy reports in
 # X-Forwarded-Proto is believed only when TTS_BEHIND_PROXY says a proxy sets it (else any client could).
