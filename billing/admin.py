@@ -53,31 +53,24 @@ class OrganizationBillingAdmin(OrganizationAdmin):
     inlines = [SubscriptionInline, QuotaPeriodInline]
 
 
+class ReadOnlyAdmin(admin.ModelAdmin):
+    """Records nobody edits here: the ledger, Stripe's events, meter reports."""
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False
+
+
 @admin.register(UsageEvent)
-class UsageEventAdmin(admin.ModelAdmin):
+class UsageEventAdmin(ReadOnlyAdmin):
     list_display = ("created_at", "organization", "characters", "audio_seconds", "cached", "status", "latency_ms")
     list_filter = ("status", "cached")
     search_fields = ("organization__name", "request_id")
-
-    def has_add_permission(self, request) -> bool:
-        return False
-
-    def has_change_permission(self, request, obj=None) -> bool:
-        return False
-
-    def has_delete_permission(self, request, obj=None) -> bool:
-        return False
-
-
-class ReadOnlyAdmin(admin.ModelAdmin):
-    def has_add_permission(self, request) -> bool:
-        return False
-
-    def has_change_permission(self, request, obj=None) -> bool:
-        return False
-
-    def has_delete_permission(self, request, obj=None) -> bool:
-        return False
 
 
 @admin.register(Subscription)

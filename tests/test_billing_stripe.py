@@ -519,3 +519,36 @@ def test_the_beat_task_retries_a_failed_report_with_backoff(fake, synced):
     assert len(fake.calls("POST", "/v1/billing/meter_events")) == attempts + 2
     assert MeterReport.objects.get(usage_event=rows[0]).status == "reported"
     assert report_usage.autoretry_for == (metering.TransientStripeError,) and report_usage.retry_backoff
+
+
+def test_stripes_meter_error_reports_are_stored_and_raised_as_an_alert(fake, web, synced):
+    report = {"id": "mtr_err_1", "object": "billing.meter_error_report", "reason": {"error_count": 3}}
+    response, event, _ = deliver(web, fake, "billing.meter.error_report_triggered", report)
+    assert response.status_code == 200 and response.json()["status"] == "processed"
+    assert StripeEvent.objects.get(pk=event["id"]).type == "billing.meter.error_report_triggered"
+    unknown, other, _ = deliver(web, fake, "customer.created", {"id": "cus_x", "object": "customer"})
+    assert unknown.status_code == 200 and StripeEvent.objects.get(pk=other["id"]).status == "ignored"
+
+
+def test_operators_see_each_organizations_stripe_side_and_resync_it_in_the_admin(client, fake, web, synced):
+    persona = make_persona("Administered")
+    stripe_sub = subscribe(client, fake, web, persona.org, "pro")
+    ledger_rows(persona.org, [300])
+    metering.report_usage()
+    staff = get_user_model().objects.create_superuser("root@example.com", "root@example.com", "pw-root-12345")
+    client.force_login(staff)
+    fake.set_subscription(stripe_sub["id"], price_lookup_key="tts_enterprise_base")  # changed, no webhook yet
+    response = client.post(
+        "/admin/billing/subscription/",
+        {"action": "resync", "_selected_action": [subscription_for(persona.org).pk]},
+        follow=True,
+    )
+    assert response.status_code == 200 and b"Re-synced 1 organization" in response.content
+    assert subscription_for(persona.org).plan.slug == "enterprise"
+    listing = client.get("/admin/billing/subscription/").content.decode()
+    assert f"https://dashboard.stripe.com/customers/{stripe_sub['customer']}" in listing
+    assert f"https://dashboard.stripe.com/subscriptions/{stripe_sub['id']}" in listing
+    assert f'field-reconciled">{timezone.now():%Y-%m}: ok<' in listing
+    assert 'field-last_reported">#' in listing  # the last ledger row Stripe accepted, and when
+    for path in ("/admin/billing/stripeevent/", "/admin/billing/meterreport/"):
+        assert client.get(path).status_code == 200, path
