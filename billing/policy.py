@@ -4,13 +4,17 @@ by calling `aauthorize`, WebSocket utterances by calling `meter` with the connec
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from django.http import HttpRequest
+from django.utils import timezone
 
 from accounts.auth import ApiKeyAuthentication, Principal, authenticate_key
 from tts_saas.threads import in_thread
 
+from . import quota
 from .limits import Limits, limits_for
-from .ratelimit import RateUsage, count_request
+from .ratelimit import CharacterUsage, RateUsage, count_request
 
 
 def meter(principal: Principal) -> tuple[Limits, RateUsage]:
@@ -22,7 +26,13 @@ def meter(principal: Principal) -> tuple[Limits, RateUsage]:
 def authorize(request: HttpRequest) -> tuple[Principal, Limits]:
     principal = authenticate_key(request.headers.get("Authorization"))
     limits, rate = meter(principal)
-    request.rate_usage = rate  # type: ignore[attr-defined]  # read by RateLimitHeadersMiddleware
+    used, reserved, resets_at = quota.usage(principal.organization)
+    characters = CharacterUsage(
+        limit=limits.quota_characters,
+        remaining=limits.quota_characters - used - reserved,
+        reset_seconds=max(0, int((resets_at - timezone.now()).total_seconds())),
+    )
+    request.rate_usage = replace(rate, characters=characters)  # type: ignore[attr-defined]  # for the headers
     return principal, limits
 
 
@@ -36,3 +46,13 @@ class MeteredApiKeyAuthentication(ApiKeyAuthentication):
     def authenticate(self, request):
         principal, _ = authorize(request._request)
         return principal, principal.api_key
+
+
+class OptionalApiKeyAuthentication(MeteredApiKeyAuthentication):
+    """For public lists (built-in voices and models, which clients such as Open WebUI fetch
+    without a key): no Authorization header is anonymous; a header must hold a valid key."""
+
+    def authenticate(self, request):
+        if not request.headers.get("Authorization"):
+            return None
+        return super().authenticate(request)

@@ -52,14 +52,14 @@ class QuotaExceeded(Exception):
                 f"included, then overage up to your limit of ${limits.spending_limit_cents / 100:,.2f}); this "
                 f"request needs {self.requested:,}. An owner or admin can raise the limit on the dashboard's "
                 f"billing page; otherwise usage resumes at {self.resets_at:%Y-%m-%dT%H:%M:%SZ}.",
-                "spending_limit_reached",
+                "insufficient_quota",  # OpenAI's code, which clients already branch on
                 headers=retry,
             )
         return ApiError(
             429,
             f"Monthly character quota exceeded: {self.used} of {self.limit} used, this request needs "
             f"{self.requested}. The quota resets at {self.resets_at:%Y-%m-%dT%H:%M:%SZ}.",
-            "quota_exceeded",
+            "insufficient_quota",
             headers=retry,
         )
 

@@ -17,16 +17,35 @@ GROUP = "api"
 
 
 @dataclass(frozen=True)
+class CharacterUsage:
+    """OpenAI's `-tokens` headers, counted here in characters of input over the month (the quota,
+    with overage up to the spending limit), not tokens per minute."""
+
+    limit: int
+    remaining: int
+    reset_seconds: int
+
+    def headers(self) -> dict[str, str]:
+        return {
+            "x-ratelimit-limit-tokens": str(self.limit),
+            "x-ratelimit-remaining-tokens": str(max(0, self.remaining)),
+            "x-ratelimit-reset-tokens": f"{self.reset_seconds}s",
+        }
+
+
+@dataclass(frozen=True)
 class RateUsage:
     limit: int
     count: int
     time_left: int  # seconds to the next window
+    characters: CharacterUsage | None = None
 
     def headers(self) -> dict[str, str]:
         return {
             "x-ratelimit-limit-requests": str(self.limit),
             "x-ratelimit-remaining-requests": str(max(0, self.limit - self.count)),
             "x-ratelimit-reset-requests": f"{self.time_left}s",
+            **(self.characters.headers() if self.characters else {}),
         }
 
 

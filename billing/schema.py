@@ -7,6 +7,7 @@ from drf_spectacular.extensions import OpenApiAuthenticationExtension
 
 class BearerKeyScheme(OpenApiAuthenticationExtension):
     target_class = "billing.policy.MeteredApiKeyAuthentication"
+    match_subclasses = True  # OptionalApiKeyAuthentication too (its views mark the key optional)
     name = "ApiKey"
 
     def get_security_definition(self, auto_schema):

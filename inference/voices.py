@@ -29,5 +29,7 @@ VOICES: dict[str, Voice] = {
         Voice("sage", 9999, "Measured and thoughtful."),
         Voice("shimmer", 1212, "Light and airy."),
         Voice("verse", 2323, "Versatile narrator."),
+        Voice("marin", 3434, "Natural and composed."),
+        Voice("cedar", 4545, "Warm, grounded baritone."),
     )
 }

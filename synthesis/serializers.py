@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 from typing import Literal
 
 from django.conf import settings
@@ -28,6 +29,19 @@ def model_names() -> list[str]:
     return [settings.TTS_MODEL_NAME, *settings.TTS_MODEL_ALIASES]
 
 
+DATED = re.compile(r"(?P<name>.+)-\d{4}-\d{2}-\d{2}")  # OpenAI's snapshots: gpt-4o-mini-tts-2025-12-15
+
+
+def known_model(name: str) -> bool:
+    """One of the model names, or a dated snapshot of one (every name is this service's model)."""
+    names = model_names()
+    dated = DATED.fullmatch(name)
+    return name in names or (dated is not None and dated["name"] in names)
+
+
+MAX_INSTRUCTIONS = 4096  # characters, as OpenAI
+
+
 class StrictCharField(serializers.CharField):
     """A string, and only a string: DRF's CharField would turn 42 into "42"."""
 
@@ -51,6 +65,40 @@ class StrictChoiceField(serializers.ChoiceField):
             choices = ", ".join(str(c) for c in self.choices if c)
             raise serializers.ValidationError(self.error_messages["invalid_choice"].format(input=data, choices=choices))
         return data
+
+
+class ModelField(StrictChoiceField):
+    """A model name: this model's own, an alias (OpenAI's names), or a dated snapshot of one."""
+
+    def to_internal_value(self, data):
+        if isinstance(data, str) and data and DATED.fullmatch(data) and known_model(data):
+            return data
+        return super().to_internal_value(data)
+
+
+@extend_schema_field(
+    {
+        "oneOf": [
+            {"type": "string", "enum": list(VOICES)},
+            {
+                "type": "object",
+                "properties": {"id": {"type": "string", "enum": list(VOICES)}},
+                "required": ["id"],
+                "additionalProperties": False,
+            },
+        ],
+        "default": "alloy",
+    }
+)
+class VoiceField(StrictChoiceField):
+    """A voice by name, or as OpenAI's object form `{"id": "..."}`; the name either way."""
+
+    def to_internal_value(self, data):
+        if isinstance(data, dict):
+            if set(data) != {"id"}:
+                raise serializers.ValidationError('A voice object has exactly one field, "id".')
+            data = data["id"]
+        return super().to_internal_value(data)
 
 
 class InputLengthValidator(MaxLengthValidator):
@@ -99,7 +147,7 @@ class SpeedField(serializers.FloatField):
 
 @extend_schema_serializer(component_name="Speech")  # a request body: documented as SpeechRequest
 class SpeechRequestSerializer(serializers.Serializer):
-    model = StrictChoiceField(
+    model = ModelField(
         choices=model_names(),
         required=False,
         allow_blank=True,  # "" is the default model too
@@ -107,7 +155,7 @@ class SpeechRequestSerializer(serializers.Serializer):
         error_messages={"invalid_choice": "Unknown model '{input}'. Valid models: {choices}."},
     )
     input = InputField(help_text="Text; inline tags like [laugh].")
-    voice = StrictChoiceField(
+    voice = VoiceField(
         choices=[(v.name, v.description) for v in VOICES.values()],
         required=False,
         default="alloy",
@@ -120,7 +168,13 @@ class SpeechRequestSerializer(serializers.Serializer):
         error_messages={"invalid_choice": "Unsupported response_format '{input}'. Valid formats: {choices}."},
     )
     speed = SpeedField(required=False, default=1.0)
-    instructions = StrictCharField(required=False, allow_blank=True, help_text="Accepted; ChatTTS does not use it.")
+    instructions = StrictCharField(
+        required=False,
+        allow_blank=True,
+        max_length=MAX_INSTRUCTIONS,
+        help_text="Accepted for OpenAI compatibility (at most 4,096 characters) and ignored: ChatTTS does not "
+        "follow instructions. Use refine_text/refine_prompt and inline tags ([laugh], [uv_break]) for style.",
+    )
     # ChatTTS options.
     seed = serializers.IntegerField(
         required=False,
@@ -154,6 +208,17 @@ class SpeechRequestSerializer(serializers.Serializer):
 
     def validate_model(self, value: str) -> str:
         return settings.TTS_MODEL_NAME  # every accepted name is this model
+
+    def to_internal_value(self, data):
+        # Unknown fields are refused, as OpenAI refuses them (a typo such as `format` would
+        # otherwise pass unnoticed). The WebSocket protocol maps its own names first.
+        if isinstance(data, dict) and self.context.get("reject_unknown", True):
+            unknown = [name for name in data if name not in self.fields]
+            if unknown:
+                raise serializers.ValidationError(
+                    {unknown[0]: [f"Unrecognized request argument supplied: {unknown[0]}."]}, code="unknown_parameter"
+                )
+        return super().to_internal_value(data)
 
 
 @extend_schema_serializer(component_name="Job")  # a request body: documented as JobRequest

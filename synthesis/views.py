@@ -12,14 +12,15 @@ from django.http import FileResponse, HttpRequest, HttpResponse, StreamingHttpRe
 from django.views.decorators.csrf import csrf_exempt
 from drf_spectacular.utils import extend_schema, extend_schema_view
 from rest_framework import mixins, serializers, status
-from rest_framework.decorators import action, api_view
+from rest_framework.decorators import action, api_view, authentication_classes, permission_classes
+from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 
 from accounts.auth import issue_ticket
 from accounts.tenancy import TenantScopedViewSet, scoped
 from accounts.tickets import TICKET_SECONDS
 from billing.limits import limits_for
-from billing.policy import aauthorize
+from billing.policy import OptionalApiKeyAuthentication, aauthorize
 from inference.text import SAMPLES_PER_TOKEN
 from inference.voices import VOICES
 from tts_saas.errors import ApiError, error_responses, require_methods, validation_error
@@ -39,6 +40,8 @@ from .serializers import (
     SpeechRequestSerializer,
     StreamTicketSerializer,
     VoiceListSerializer,
+    known_model,
+    model_names,
 )
 from .speech import abandon, admit_job, speak
 
@@ -200,6 +203,79 @@ def voices(request) -> Response:
     """GET /v1/voices — the built-in voices."""
     data = [{"voice_id": v.name, "name": v.name, "description": v.description} for v in VOICES.values()]
     return Response({"object": "list", "data": data})
+
+
+CREATED = 1_700_000_000  # the models' `created` (OpenAI's field; fixed: this service's models do not change)
+
+
+class ModelSerializer(serializers.Serializer):
+    id = serializers.CharField()
+    object = serializers.CharField(default="model")
+    created = serializers.IntegerField()
+    owned_by = serializers.CharField()
+
+
+class ModelListSerializer(serializers.Serializer):
+    object = serializers.CharField(default="list")
+    data = ModelSerializer(many=True)
+
+
+def _model(name: str) -> dict:
+    return {"id": name, "object": "model", "created": CREATED, "owned_by": "tts_saas"}
+
+
+@extend_schema(responses={200: ModelListSerializer}, operation_id="models_list")
+@api_view(["GET"])
+def models(request) -> Response:
+    """GET /v1/models — OpenAI's model list: this service's model and the names it answers to."""
+    return Response({"object": "list", "data": [_model(name) for name in model_names()]})
+
+
+@extend_schema(responses={200: ModelSerializer, **error_responses({404: "No such model."})})
+@api_view(["GET"])
+def model(request, model_id: str) -> Response:
+    """GET /v1/models/{id} — one model (its dated snapshots too, e.g. gpt-4o-mini-tts-2025-12-15)."""
+    if not known_model(model_id):
+        raise ApiError(404, f"The model '{model_id}' does not exist.", "model_not_found", "model")
+    return Response(_model(model_id))
+
+
+class AudioVoiceSerializer(serializers.Serializer):
+    id = serializers.CharField()
+    name = serializers.CharField()
+    description = serializers.CharField()
+
+
+class AudioVoiceListSerializer(serializers.Serializer):
+    voices = AudioVoiceSerializer(many=True)
+
+
+class AudioModelSerializer(serializers.Serializer):
+    id = serializers.CharField()
+    name = serializers.CharField()
+
+
+class AudioModelListSerializer(serializers.Serializer):
+    models = AudioModelSerializer(many=True)
+
+
+@extend_schema(responses={200: AudioVoiceListSerializer}, auth=[{"ApiKey": []}, {}])
+@api_view(["GET"])
+@authentication_classes([OptionalApiKeyAuthentication])
+@permission_classes([AllowAny])
+def audio_voices(request) -> Response:
+    """GET /v1/audio/voices — the voices in the shape Open WebUI reads (`{"voices": [{"id", "name"}]}`);
+    a key is optional (Open WebUI may send none)."""
+    return Response({"voices": [{"id": v.name, "name": v.name, "description": v.description} for v in VOICES.values()]})
+
+
+@extend_schema(responses={200: AudioModelListSerializer}, auth=[{"ApiKey": []}, {}])
+@api_view(["GET"])
+@authentication_classes([OptionalApiKeyAuthentication])
+@permission_classes([AllowAny])
+def audio_models(request) -> Response:
+    """GET /v1/audio/models — the models in the shape Open WebUI reads (`{"models": [{"id"}]}`)."""
+    return Response({"models": [{"id": name, "name": name} for name in model_names()]})
 
 
 @extend_schema(request=None, responses={201: StreamTicketSerializer})

@@ -344,13 +344,13 @@ def test_overage_is_sold_to_billed_plans_up_to_the_spending_limit_and_free_plans
     refused = job(web, billed.key, "This one goes past the spending limit.")
     assert refused.status_code == 429
     error = refused.json()["error"]
-    assert error["code"] == "spending_limit_reached" and "$0.01" in error["message"]
+    assert error["code"] == "insufficient_quota" and "$0.01" in error["message"]
     page = client.get("/dashboard/billing/").content.decode()
     assert "Spending limit" in page and 'value="0.01"' in page
     capped = make_persona("Capped", monthly_characters=100)  # the free plan: a hard cap
     use(capped.org, 100)
     response = job(web, capped.key, "Over the cap.")
-    assert response.status_code == 429 and response.json()["error"]["code"] == "quota_exceeded"
+    assert response.status_code == 429 and response.json()["error"]["code"] == "insufficient_quota"
 
 
 def test_reconciliation_finds_an_injected_difference(fake, synced):

@@ -37,7 +37,7 @@ def test_a_burst_never_exceeds_the_quota_and_refuses_nothing_that_fits(live_stac
     org = make_persona("Quota Co", monthly_characters=5 * len(TEXT), requests_per_minute=1000, concurrent_jobs=50)
     bodies = [{"input": TEXT, "voice": "alloy", "seed": i % 3, "response_format": "pcm"} for i in range(12)]
     results = burst("POST", f"{live_stack.base_url}/v1/audio/speech", org.key, bodies)
-    assert tally(results) == {(200, ""): 5, (429, "quota_exceeded"): 7}
+    assert tally(results) == {(200, ""): 5, (429, "insufficient_quota"): 7}
     quota = QuotaPeriod.objects.get(organization=org.org)
     assert quota.used == 5 * len(TEXT) and quota.reserved == 0
     assert ledger_total(org.org) == quota.used
@@ -50,7 +50,7 @@ def test_a_burst_never_exceeds_the_quota_and_refuses_nothing_that_fits(live_stac
     assert sub["character_count"] == quota.used and sub["character_limit"] == 5 * len(TEXT)
     assert refused.status_code == 429
     error = refused.json()["error"]
-    assert error["code"] == "quota_exceeded" and sub["next_character_count_reset"][:10] in error["message"]
+    assert error["code"] == "insufficient_quota" and sub["next_character_count_reset"][:10] in error["message"]
 
 
 def test_a_burst_is_held_to_the_rate_limit_with_headers(live_stack):

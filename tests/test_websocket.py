@@ -149,7 +149,7 @@ def test_quota_applies_per_utterance(live_stack):
 
     (_, _, first), (_, _, second) = run(go())
     assert first["type"] == "end"
-    assert second == {**second, "type": "error", "id": "2", "code": "quota_exceeded"}
+    assert second == {**second, "type": "error", "id": "2", "code": "insufficient_quota"}
 
 
 def test_cancel_stops_the_utterance(live_stack):

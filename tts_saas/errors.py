@@ -94,6 +94,8 @@ def error_response(
         response[name] = value
     if status == 401:
         response["WWW-Authenticate"] = 'Bearer realm="api"'
+    if status == 409:  # a conflict stays one: the openai SDKs retry a 409 unless told not to
+        response["x-should-retry"] = "false"
     return response
 
 
