@@ -15,6 +15,7 @@ from tts_saas.threads import in_thread
 from . import quota
 from .limits import Limits, limits_for
 from .ratelimit import CharacterUsage, RateUsage, count_request
+from .terms import UNLIMITED
 
 
 def meter(principal: Principal) -> tuple[Limits, RateUsage]:
@@ -26,12 +27,14 @@ def meter(principal: Principal) -> tuple[Limits, RateUsage]:
 def authorize(request: HttpRequest) -> tuple[Principal, Limits]:
     principal = authenticate_key(request.headers.get("Authorization"))
     limits, rate = meter(principal)
-    used, reserved, resets_at = quota.usage(principal.organization)
-    characters = CharacterUsage(
-        limit=limits.quota_characters,
-        remaining=limits.quota_characters - used - reserved,
-        reset_seconds=max(0, int((resets_at - timezone.now()).total_seconds())),
-    )
+    characters = None
+    if limits.quota_characters < UNLIMITED:  # overage without a spending limit: no ceiling to state
+        used, reserved, resets_at = quota.usage(principal.organization)
+        characters = CharacterUsage(
+            limit=limits.quota_characters,
+            remaining=limits.quota_characters - used - reserved,
+            reset_seconds=max(0, int((resets_at - timezone.now()).total_seconds())),
+        )
     request.rate_usage = replace(rate, characters=characters)  # type: ignore[attr-defined]  # for the headers
     return principal, limits
 

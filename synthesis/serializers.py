@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import re
+from datetime import date
 from typing import Literal
 
 from django.conf import settings
@@ -36,7 +37,13 @@ def known_model(name: str) -> bool:
     """One of the model names, or a dated snapshot of one (every name is this service's model)."""
     names = model_names()
     dated = DATED.fullmatch(name)
-    return name in names or (dated is not None and dated["name"] in names)
+    if name in names or dated is None or dated["name"] not in names:
+        return name in names
+    try:
+        date.fromisoformat(name[-10:])
+    except ValueError:
+        return False
+    return True
 
 
 MAX_INSTRUCTIONS = 4096  # characters, as OpenAI
@@ -112,6 +119,14 @@ class InputLengthValidator(MaxLengthValidator):
         super().__init__(lambda: settings.TTS_MAX_INPUT_CHARS)
 
 
+class InstructionsLengthValidator(MaxLengthValidator):
+    code = "string_above_max_length"
+    message = "Instructions are %(show_value)d characters; the maximum is %(limit_value)d."
+
+    def __init__(self):
+        super().__init__(MAX_INSTRUCTIONS)
+
+
 class InputField(StrictCharField):
     """The text to speak: something not whitespace, at most TTS_MAX_INPUT_CHARS characters. Blank
     is refused like any other invalid value (DRF's own refusal has a code of its own, "blank")."""
@@ -171,7 +186,7 @@ class SpeechRequestSerializer(serializers.Serializer):
     instructions = StrictCharField(
         required=False,
         allow_blank=True,
-        max_length=MAX_INSTRUCTIONS,
+        validators=[InstructionsLengthValidator()],
         help_text="Accepted for OpenAI compatibility (at most 4,096 characters) and ignored: ChatTTS does not "
         "follow instructions. Use refine_text/refine_prompt and inline tags ([laugh], [uv_break]) for style.",
     )
@@ -216,7 +231,7 @@ class SpeechRequestSerializer(serializers.Serializer):
             unknown = [name for name in data if name not in self.fields]
             if unknown:
                 raise serializers.ValidationError(
-                    {unknown[0]: [f"Unrecognized request argument supplied: {unknown[0]}."]}, code="unknown_parameter"
+                    {unknown[0]: [f"Unknown parameter: '{unknown[0]}'."]}, code="unknown_parameter"
                 )
         return super().to_internal_value(data)
 

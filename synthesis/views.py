@@ -266,7 +266,10 @@ class AudioModelListSerializer(serializers.Serializer):
 def audio_voices(request) -> Response:
     """GET /v1/audio/voices — the voices in the shape Open WebUI reads (`{"voices": [{"id", "name"}]}`);
     a key is optional (Open WebUI may send none)."""
-    return Response({"voices": [{"id": v.name, "name": v.name, "description": v.description} for v in VOICES.values()]})
+    org = getattr(request.user, "organization", None)  # anonymous: AnonymousUser
+    allowed = limits_for(org).allowed_voices if org is not None else ()
+    voices = [v for v in VOICES.values() if not allowed or v.name in allowed]  # with a key: the plan's
+    return Response({"voices": [{"id": v.name, "name": v.name, "description": v.description} for v in voices]})
 
 
 @extend_schema(responses={200: AudioModelListSerializer}, auth=[{"ApiKey": []}, {}])

@@ -115,7 +115,8 @@ def validation_error(detail) -> ApiError:
     param, message = _first_validation_error(detail)
     code = getattr(message, "code", None)
     code = code if code not in (None, "invalid") else "invalid_value"
-    return ApiError(400, f"{param}: {message}" if param else str(message), code, param)
+    named = param and code != "unknown_parameter"  # that message names the parameter itself
+    return ApiError(400, f"{param}: {message}" if named else str(message), code, param)
 
 
 def drf_exception_handler(exc, context):
