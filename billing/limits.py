@@ -46,6 +46,7 @@ def limits_for(org: Organization) -> Limits:
     # Stripe bills the plan's included characters (its overage price's free tier is the plan's):
     # an operator's override of them applies only to organizations not billed through Stripe.
     included = plan.monthly_characters if terms.stripe_billed(sub) else pick("monthly_characters")
+    overage = terms.overage_allowed(plan, sub)
     return Limits(
         plan=plan.slug,
         monthly_characters=included,
@@ -56,6 +57,6 @@ def limits_for(org: Organization) -> Limits:
         allowed_voices=tuple(plan.allowed_voices),
         queue_priority=plan.queue_priority,
         quota_characters=terms.ceiling(plan, sub, included),
-        spending_limit_cents=sub.spending_limit_cents if terms.overage_allowed(plan, sub) else None,
-        has_overage=terms.overage_allowed(plan, sub),
+        spending_limit_cents=sub.spending_limit_cents if overage else None,
+        has_overage=overage,
     )

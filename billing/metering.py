@@ -104,8 +104,9 @@ def _report(client: StripeClient, batch: int) -> dict[str, int]:
         except TRANSIENT_ERRORS as exc:
             logger.warning("Stripe did not take a meter event; retrying later", extra={"usage_event": row.pk})
             raise TransientStripeError(str(exc)) from exc
-        except stripe.InvalidRequestError as exc:
-            if exc.param not in ROW_PARAMS:
+        except stripe.StripeError as exc:
+            if not (isinstance(exc, stripe.InvalidRequestError) and exc.param in ROW_PARAMS):
+                # authentication, permission, idempotency, no meter: not the row's fault
                 logger.error("ALERT: Stripe refuses meter events: %s", exc, extra={"usage_event": row.pk})
                 raise StripeRefused(str(exc)) from exc
             _mark(row, MeterReport.Status.REJECTED, str(exc.user_message or exc)[:500])
@@ -115,9 +116,6 @@ def _report(client: StripeClient, batch: int) -> dict[str, int]:
             )
             counts["rejected"] += 1
             continue
-        except stripe.StripeError as exc:  # authentication, permission, idempotency: not the row's fault
-            logger.error("ALERT: Stripe refuses meter events: %s", exc, extra={"usage_event": row.pk})
-            raise StripeRefused(str(exc)) from exc
         _mark(row, MeterReport.Status.REPORTED)
         counts["reported"] += 1
     return counts

@@ -78,7 +78,7 @@ class ModelField(StrictChoiceField):
     """A model name: this model's own, an alias (OpenAI's names), or a dated snapshot of one."""
 
     def to_internal_value(self, data):
-        if isinstance(data, str) and data and DATED.fullmatch(data) and known_model(data):
+        if isinstance(data, str) and known_model(data):
             return data
         return super().to_internal_value(data)
 

@@ -58,6 +58,12 @@ def billing(request):
     )
 
 
+def _back(request, message: str):
+    """To the billing page, with a message."""
+    messages.info(request, message)
+    return redirect("dashboard:billing")
+
+
 def _require_billing_admin(request) -> None:
     """Owners and admins, even of a suspended organization: paying is how it comes back."""
     if not request.principal.is_admin:
@@ -71,12 +77,10 @@ def checkout(request):
     through Stripe changes plans in the Customer Portal (Stripe prorates)."""
     require_admin(request, "change the plan")
     if not configured():
-        messages.info(request, "Billing is not configured on this installation: ask the operator to change plans.")
-        return redirect("dashboard:billing")
+        return _back(request, "Billing is not configured on this installation: ask the operator to change plans.")
     plan = Plan.objects.filter(slug=request.POST.get("plan", ""), monthly_price_cents__gt=0).first()
     if plan is None:
-        messages.info(request, "Choose one of the paid plans.")
-        return redirect("dashboard:billing")
+        return _back(request, "Choose one of the paid plans.")
     org = request.principal.organization
     sub = subscription_for(org)
     back = request.build_absolute_uri(reverse("dashboard:billing"))
@@ -97,13 +101,9 @@ def checkout(request):
             cancel_url=f"{back}?checkout=cancelled",
         )
     except CatalogueMissing:
-        messages.info(
-            request, "This plan is not set up in Stripe yet: ask the operator to run `manage.py stripe_sync`."
-        )
-        return redirect("dashboard:billing")
+        return _back(request, "This plan is not set up in Stripe yet: ask the operator to run `manage.py stripe_sync`.")
     except stripe.StripeError:
-        messages.info(request, STRIPE_DOWN)
-        return redirect("dashboard:billing")
+        return _back(request, STRIPE_DOWN)
     return redirect(url)
 
 
@@ -114,15 +114,13 @@ def portal(request):
     _require_billing_admin(request)
     sub = subscription_for(request.principal.organization)
     if not configured() or not sub.stripe_customer_id:
-        messages.info(request, "There is no Stripe billing account for this organization yet: choose a plan first.")
-        return redirect("dashboard:billing")
+        return _back(request, "There is no Stripe billing account for this organization yet: choose a plan first.")
     try:
         url = StripeClient().portal_session(
             customer=sub.stripe_customer_id, return_url=request.build_absolute_uri(reverse("dashboard:billing"))
         )
     except stripe.StripeError:
-        messages.info(request, STRIPE_DOWN)
-        return redirect("dashboard:billing")
+        return _back(request, STRIPE_DOWN)
     return redirect(url)
 
 
@@ -142,8 +140,7 @@ def spending_limit(request):
         except InvalidOperation:
             dollars = Decimal(-1)
         if not dollars.is_finite() or dollars < 0 or dollars > 1_000_000:
-            messages.info(request, "Enter the limit in dollars, between 0 and 1,000,000 (or leave it empty).")
-            return redirect("dashboard:billing")
+            return _back(request, "Enter the limit in dollars, between 0 and 1,000,000 (or leave it empty).")
         sub.spending_limit_cents = int(dollars * 100)
         messages.info(request, f"Spending limit set to ${dollars:,.2f} of overage a month.")
     sub.save(update_fields=["spending_limit_cents", "updated_at"])
