@@ -3,9 +3,10 @@
 Key: `tts:audio:<organization>:<model version>:<sha256 of the normalised text>:<hash of every
 generation parameter>`. Only deterministic requests (a seed given) are cached. Entries are per
 organization: a shared entry would tell one tenant (by `x-cache: hit` and timing) what another
-tenant has synthesised. The value is the 16-bit PCM,
-so one entry serves every `response_format`. Entries expire after TTS_CACHE_TTL; when the total
-passes TTS_CACHE_MAX_BYTES the oldest entries are evicted, atomically, in one Lua script.
+tenant has synthesised. The value is the 16-bit PCM, so one entry serves every output format,
+preceded by the segments' captions (`pack`), so a hit has its captions as a miss does. Entries
+expire after TTS_CACHE_TTL; when the total passes TTS_CACHE_MAX_BYTES the oldest entries are
+evicted, atomically, in one Lua script.
 """
 
 from __future__ import annotations
@@ -13,12 +14,14 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 
 from django.conf import settings
 
 from inference.engine import SynthesisParams
 from tts_saas.redis import get_async_redis, get_redis
+
+from .captions import Caption
 
 INDEX = "tts:audio:index"  # sorted set: entry key -> time stored
 SIZES = "tts:audio:sizes"  # hash: entry key -> bytes
@@ -66,7 +69,32 @@ def cache_key(org_id: int, model_version: str, normalized_text: str, params: Syn
     return f"tts:audio:{org_id}:{model_version}:{text_hash}:{params_hash}"
 
 
-def put(key: str, pcm16: bytes) -> bool:
+# A stored value: MAGIC, the captions' JSON length (4 bytes, big-endian), the JSON, the PCM.
+MAGIC = b"TTSC1\n"
+
+
+@dataclass(frozen=True)
+class Entry:
+    pcm16: bytes
+    captions: list[Caption]
+
+
+def pack(pcm16: bytes, captions: list[Caption]) -> bytes:
+    head = json.dumps([c.as_dict() for c in captions], separators=(",", ":")).encode()
+    return MAGIC + len(head).to_bytes(4, "big") + head + pcm16
+
+
+def unpack(value: bytes) -> Entry:
+    """A stored value; one written before captions were kept is PCM alone (no captions)."""
+    if not value.startswith(MAGIC):
+        return Entry(value, [])
+    size = int.from_bytes(value[len(MAGIC) : len(MAGIC) + 4], "big")
+    start = len(MAGIC) + 4
+    captions = [Caption.from_dict(c) for c in json.loads(value[start : start + size])]
+    return Entry(value[start + size :], captions)
+
+
+def put(key: str, pcm16: bytes, captions: list[Caption] | None = None) -> bool:
     if not key or len(pcm16) > settings.TTS_CACHE_MAX_ENTRY_BYTES:
         return False
     get_redis().eval(
@@ -77,7 +105,7 @@ def put(key: str, pcm16: bytes) -> bool:
         SIZES,
         TOTAL,
         STATS,
-        pcm16,
+        pack(pcm16, captions or []),
         settings.TTS_CACHE_TTL,
         time.time(),
         settings.TTS_CACHE_MAX_BYTES,
@@ -85,7 +113,7 @@ def put(key: str, pcm16: bytes) -> bool:
     return True
 
 
-async def aget_first(keys: list[str], count: bool = True) -> bytes | None:
+async def aget_first(keys: list[str], count: bool = True) -> Entry | None:
     """The first of `keys` that is cached (one round trip), counting one hit or one miss unless
     `count` is off (a second look for the same request)."""
     r = get_async_redis()
@@ -93,10 +121,10 @@ async def aget_first(keys: list[str], count: bool = True) -> bytes | None:
     value = next((v for v in values if v is not None), None)
     if count:
         await r.hincrby(STATS, "hits" if value is not None else "misses", 1)
-    return value
+    return None if value is None else unpack(value)
 
 
-async def aget(key: str) -> bytes | None:
+async def aget(key: str) -> Entry | None:
     return await aget_first([key])
 
 

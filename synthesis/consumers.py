@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import secrets
 import time
 from urllib.parse import parse_qs
 
@@ -23,6 +24,7 @@ from accounts.tenancy import scoped
 from billing.limits import limits_for
 from billing.policy import meter
 from billing.ratelimit import count_request
+from inference.engine import pause, to_pcm16
 from tts_saas.errors import ApiError
 from tts_saas.redis import get_async_redis
 from tts_saas.request_id import new_request_id
@@ -33,8 +35,9 @@ from .feed import JobAudioFeed
 from .models import Job
 from .operations import WS_CONNECTIONS
 from .outbox import Outbox, SlowClient
-from .prepared import CachedSpeech
+from .prepared import CachedSpeech, check_format
 from .speech import abandon, speak
+from .textstream import TextStream, TextStreamError
 
 logger = logging.getLogger(__name__)
 
@@ -57,9 +60,14 @@ class SpeechStreamConsumer(AsyncWebsocketConsumer):
             await self.close(code=UNAUTHORIZED)  # before accept: the handshake is refused (403)
             return
         self.outbox = Outbox(settings.TTS_WS_BUFFER_BYTES)
-        self.pending: asyncio.Queue[tuple[str, protocol.Synthesize | protocol.Follow]] = asyncio.Queue()
+        self.pending: asyncio.Queue[tuple[str, protocol.Synthesize | protocol.Follow | TextStream]] = asyncio.Queue()
         self.current: dict | None = None
-        await self.accept()  # so that a refusal below can say why before its close code
+        self.text_streams: dict[str, TextStream] = {}  # tts.v2: utterances whose text is still coming
+        # The subprotocol the client asks for (Sec-WebSocket-Protocol); none means tts.v1.
+        asked = [p for p in self.scope.get("subprotocols", []) if p in protocol.PROTOCOLS]
+        self.version = protocol.TEXT_STREAMING if protocol.TEXT_STREAMING in asked else protocol.PROTOCOL
+        # so that a refusal below can say why before its close code
+        await self.accept(subprotocol=self.version if asked else None)
         refusal = await self._admit()
         if refusal is not None:
             logger.info("websocket refused: %s", refusal.message)
@@ -72,7 +80,7 @@ class SpeechStreamConsumer(AsyncWebsocketConsumer):
             asyncio.create_task(self._utterance_loop()),
             asyncio.create_task(self._keep_slot()),
         ]
-        self._emit(protocol.ready())
+        self._emit(protocol.ready(self.version))
 
     async def _admit(self) -> ApiError | None:
         """A connection is a request (the organization's rate limit counts it) and holds one of the
@@ -154,26 +162,58 @@ class SpeechStreamConsumer(AsyncWebsocketConsumer):
                 protocol.error("unexpected_binary", "Send JSON text messages; audio flows server to client only.")
             )
         try:
-            message = protocol.parse(text_data, default_id=f"u{self.pending.qsize() + 1}")
+            message = protocol.parse(text_data, default_id=f"u{self.pending.qsize() + 1}", version=self.version)
         except protocol.ProtocolError as exc:
             return self._emit(protocol.error(exc.code, exc.message, exc.utterance))
         match message:
-            case protocol.Synthesize() | protocol.Follow():
+            case protocol.Synthesize() | protocol.Follow() | protocol.Begin():
                 if self.pending.qsize() >= MAX_PENDING:
                     return self._emit(
                         protocol.error("too_many_pending", f"At most {MAX_PENDING} utterances may wait.", message.id)
                     )
-                self.pending.put_nowait((message.id, message))
+                if isinstance(message, protocol.Begin):
+                    if message.id in self.text_streams:
+                        return self._emit(
+                            protocol.error("duplicate_id", f"Utterance {message.id!r} is still open.", message.id)
+                        )
+                    self.text_streams[message.id] = TextStream(message.id, message.speech)
+                    self.pending.put_nowait((message.id, self.text_streams[message.id]))
+                    message = protocol.TextDelta(message.id, message.text)
+                else:
+                    self.pending.put_nowait((message.id, message))
+                    return
             case protocol.Cancel():
-                await self._cancel(message.id)
+                return await self._cancel(message.id)
             case protocol.Close():
-                await self.close(code=1000)
+                return await self.close(code=1000)
+        self._text(message)
+
+    def _text(self, message) -> None:
+        """tts.v2: text, flush and close of an utterance whose text is coming."""
+        stream = self.text_streams.get(message.id)
+        if stream is None:
+            return self._emit(protocol.error("not_found", f"No open utterance {message.id!r}.", message.id))
+        try:
+            match message:
+                case protocol.TextDelta():
+                    stream.add(message.delta)
+                case protocol.Flush():
+                    stream.flush()
+                case protocol.CloseText():
+                    stream.close()
+                    del self.text_streams[message.id]
+        except TextStreamError as exc:
+            self._emit(protocol.error(exc.code, exc.message, message.id))
 
     async def _cancel(self, utterance) -> None:
-        if self.current and self.current["id"] == utterance and self.current.get("job_id"):
+        stream = self.text_streams.pop(utterance, None) if isinstance(utterance, str) else None
+        if stream is not None:  # its text ends here; what is generating stops below
+            stream.cancel()
+        if self.current and self.current["id"] == utterance and (self.current.get("job_id") or stream):
             self.current["cancelled"] = True
-            await streams.arequest_cancel(self.current["job_id"])
-        else:
+            if self.current.get("job_id"):
+                await streams.arequest_cancel(self.current["job_id"])
+        elif stream is None:
             self._emit(protocol.error("not_found", f"No utterance {utterance!r} is running.", utterance))
 
     async def _still_allowed(self, utterance: str) -> bool:
@@ -215,6 +255,8 @@ class SpeechStreamConsumer(AsyncWebsocketConsumer):
             try:
                 if isinstance(message, protocol.Follow):
                     await self._follow(message)
+                elif isinstance(message, TextStream):
+                    await self._speak_stream(message)
                 else:
                     await self._speak(message)
             except ApiError as exc:
@@ -235,8 +277,7 @@ class SpeechStreamConsumer(AsyncWebsocketConsumer):
     async def _follow(self, message: protocol.Follow) -> None:
         """Play an existing job of this organization: its audio from the start, live or past."""
         limits, _ = await in_thread(meter)(self.principal)  # a request like any other: rate-limited
-        if limits.allowed_formats and message.format not in limits.allowed_formats:
-            raise ApiError(403, f"format '{message.format}' is not in your plan.", "not_in_plan")
+        check_format(limits, message.format, "format")
         try:
             job = await scoped(Job, self.principal.organization).filter(pk=message.job_id).afirst()
         except ValidationError:  # not a UUID
@@ -248,19 +289,90 @@ class SpeechStreamConsumer(AsyncWebsocketConsumer):
         await self._pipe(feed, message.format)
         self._emit(
             protocol.end(
-                message.id, characters=job.characters, audio_seconds=round(feed.samples / audio.SAMPLE_RATE, 3)
+                message.id,
+                characters=job.characters,
+                audio_seconds=round(feed.samples / audio.SAMPLE_RATE, 3),
+                segments=[c.as_dict() for c in feed.captions],
             )
         )
 
-    async def _pipe(self, feed: JobAudioFeed, fmt: str) -> None:
-        encoder = audio.StreamEncoder(fmt)
+    async def _pipe(self, feed: JobAudioFeed, fmt: str, encoder: audio.StreamEncoder | None = None) -> None:
+        """The feed's audio, encoded, to the client; `encoder` given: it goes on (not finished)."""
+        own = encoder is None
+        encoder = encoder or audio.StreamEncoder(fmt)
         async for pcm in feed.chunks():
             frame = encoder.feed(pcm)
             if frame:
                 self._emit(frame)
+        tail = encoder.finish() if own else b""
+        if tail:
+            self._emit(tail)
+
+    async def _send_pcm(self, pcm16: bytes, encoder: audio.StreamEncoder) -> None:
+        for start in range(0, len(pcm16), FRAME_BYTES):
+            await self._room_for(FRAME_BYTES)  # a large hit goes out as fast as the client reads
+            frame = encoder.feed(pcm16[start : start + FRAME_BYTES])
+            if frame:
+                self._emit(frame)
+
+    async def _speak_stream(self, stream: TextStream) -> None:
+        """tts.v2: speak an utterance's text as it comes, piece by piece (each complete sentence or
+        flush), in order, with one voice and seed, as one continuous audio stream. Each piece is a
+        request billed for its characters; the utterance counts once against the rate limit."""
+        current = self.current
+        assert current is not None
+        try:
+            await self._speak_pieces(stream, current)
+        finally:
+            self.text_streams.pop(stream.id, None)  # later text for it is refused
+
+    async def _speak_pieces(self, stream: TextStream, current: dict) -> None:
+        utterance, fmt = stream.id, stream.speech["response_format"]
+        speech = {**stream.speech, "seed": stream.speech.get("seed")}
+        if speech["seed"] is None:  # one seed for every piece: the same voice throughout
+            speech["seed"] = secrets.randbelow(2**31)
+        request_id = new_request_id()
+        await in_thread(meter)(self.principal)
+        self._emit(protocol.start(utterance, fmt, cached=False, request_id=request_id))
+        encoder = audio.StreamEncoder(fmt)
+        samples = characters = 0
+        segments: list[dict] = []
+        while not current.get("cancelled") and (piece := await stream.next_piece()) is not None:
+            limits = await in_thread(limits_for)(self.principal.organization)
+            result = await speak(self.principal, limits, {**speech, "input": piece}, request_id)
+            if samples:  # between two pieces, the pause between two sentences
+                await self._send_pcm(to_pcm16(pause()), encoder)
+                samples += len(pause())
+            if isinstance(result, CachedSpeech):
+                await self._send_pcm(result.pcm16, encoder)
+                piece_samples, captions = len(result.pcm16) // 2, result.captions
+            else:
+                if not getattr(result, "shared", False):
+                    current["job_id"] = result.job_id
+                await self._pipe(result, fmt, encoder)
+                current.pop("job_id", None)
+                piece_samples, captions = result.samples, result.captions
+            offset = samples / audio.SAMPLE_RATE
+            segments += [
+                {"text": c.text, "start": round(c.start + offset, 3), "end": round(c.end + offset, 3)} for c in captions
+            ]
+            samples += piece_samples
+            characters += len(piece)
         tail = encoder.finish()
         if tail:
             self._emit(tail)
+        if stream.cancelled or current.get("cancelled"):
+            self._emit(protocol.end(utterance, cancelled=True, characters=characters))
+            return
+        self._emit(
+            protocol.end(
+                utterance,
+                characters=characters,
+                audio_seconds=round(samples / audio.SAMPLE_RATE, 3),
+                seed=speech["seed"],
+                segments=segments,
+            )
+        )
 
     async def _speak(self, message: protocol.Synthesize) -> None:
         utterance, data = message.id, message.speech
@@ -274,18 +386,19 @@ class SpeechStreamConsumer(AsyncWebsocketConsumer):
             for start in range(0, len(body), FRAME_BYTES):
                 await self._room_for(FRAME_BYTES)  # a large hit goes out as fast as the client reads
                 self._emit(body[start : start + FRAME_BYTES])
-            samples = len(result.pcm16) // 2
+            samples, segments = len(result.pcm16) // 2, result.captions
         else:
             if not getattr(result, "shared", False):  # a shared job is not this utterance's to stop
                 self.current["job_id"] = result.job_id  # type: ignore[index]
             self._emit(protocol.start(utterance, fmt, cached=False, job_id=result.job_id, request_id=request_id))
             await self._pipe(result, fmt)
-            samples = result.samples
+            samples, segments = result.samples, result.captions
         self._emit(
             protocol.end(
                 utterance,
                 characters=len(data["input"]),
                 audio_seconds=round(samples / audio.SAMPLE_RATE, 3),
                 seed=result.seed,
+                segments=[c.as_dict() for c in segments],
             )
         )

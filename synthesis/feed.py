@@ -11,14 +11,16 @@ from tts_saas.errors import ApiError
 from tts_saas.threads import in_thread
 
 from . import capacity, streams
+from .captions import Caption
 from .jobs import expire_if_queued
 from .models import Job
 
 
 class JobAudioFeed:
-    """A job's audio as it arrives: `chunks()` yields PCM16 from the job's event stream (from the
-    start, so a late reader misses nothing), enforcing the queue and run deadlines, and raises
-    ApiError if the job fails. `end` holds the final event's fields afterwards."""
+    """A job's audio as it arrives: `events()` yields PCM16 chunks, and each segment's `Caption`
+    once its audio is all out, from the job's event stream (from the start, so a late reader misses
+    nothing), enforcing the queue and run deadlines, and raises ApiError if the job fails; `chunks()`
+    is the audio alone. `end` holds the final event's fields afterwards, `captions` the segments'."""
 
     def __init__(
         self,
@@ -40,6 +42,7 @@ class JobAudioFeed:
         self.after = after
         self.end: dict[str, str] = {}
         self.samples = 0
+        self.captions: list[Caption] = []
 
     async def _waited_too_long(self, began: float, began_at: float) -> ApiError | None:
         """Why a job that has not started is given up now, or None to go on waiting."""
@@ -61,6 +64,11 @@ class JobAudioFeed:
         )
 
     async def chunks(self) -> AsyncIterator[bytes]:
+        async for item in self.events():
+            if isinstance(item, bytes):
+                yield item
+
+    async def events(self) -> AsyncIterator[bytes | Caption]:
         began, began_at = time.monotonic(), time.time()
         run_deadline = None
         starting = False  # the job was seen leaving the queue: its start event is on its way
@@ -86,6 +94,10 @@ class JobAudioFeed:
             elif event.type == "audio":
                 self.samples += len(event.fields["pcm"]) // 2
                 yield event.fields["pcm"]
+            elif event.type == "segment":
+                caption = Caption(event.text("text"), float(event.text("start")), float(event.text("end")))
+                self.captions.append(caption)
+                yield caption
             elif event.type == "end":
                 self.end = {k: v.decode() for k, v in event.fields.items()}
                 return

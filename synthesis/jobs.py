@@ -139,6 +139,7 @@ def settle_job(
     cache_key: str = "",
     billed: int | None = None,
     from_status: str = Job.Status.RUNNING,
+    captions: list[dict] | None = None,
 ) -> bool:
     """Move a job to its final state exactly once, with its quota settlement (commit what is
     billed, refund the rest) and ledger row in the same transaction, then free its concurrency
@@ -159,6 +160,7 @@ def settle_job(
             model_version=model_version,
             cache_key=cache_key,
             **({"progress": 1.0} if status == Job.Status.SUCCEEDED else {}),
+            **({"captions": captions} if captions is not None else {}),
         )
         if moved and job.quota_period:
             ledger.settle(

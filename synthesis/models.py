@@ -29,7 +29,7 @@ class Job(models.Model):
     model = models.CharField(max_length=64)
     model_version = models.CharField(max_length=64, blank=True)
     voice = models.CharField(max_length=64)
-    response_format = models.CharField(max_length=8)
+    response_format = models.CharField(max_length=16)  # audio.output_format names, e.g. "mp3_44100_128"
     input = models.TextField()
     segments = models.JSONField(default=list)  # normalised text, one entry per generation
     params = models.JSONField(default=dict)  # inference.engine.SynthesisParams as a dict
@@ -48,6 +48,7 @@ class Job(models.Model):
     worker = models.CharField(max_length=255, blank=True)  # the worker process running it (workers.worker_name)
     attempts = models.PositiveSmallIntegerField(default=0)  # times a worker took it (a lost worker's job is retried)
     audio_seconds = models.FloatField(default=0.0)
+    captions = models.JSONField(default=list, blank=True)  # captions.Caption dicts, one per segment, on success
     error_code = models.CharField(max_length=64, blank=True)
     error_message = models.TextField(blank=True)
     created_at = models.DateTimeField(default=timezone.now, db_index=True)

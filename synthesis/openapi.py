@@ -19,6 +19,7 @@ from .serializers import (
     JobStreamQuerySerializer,
     SpeechAudioDeltaSerializer,
     SpeechAudioDoneSerializer,
+    SpeechAudioSegmentSerializer,
     SpeechRequestSerializer,
     SpeechStreamErrorSerializer,
 )
@@ -29,6 +30,7 @@ SPEECH_STREAM_EVENT = PolymorphicProxySerializer(
     component_name="SpeechStreamEvent",
     serializers={
         "speech.audio.delta": SpeechAudioDeltaSerializer,
+        "speech.audio.segment": SpeechAudioSegmentSerializer,
         "speech.audio.done": SpeechAudioDoneSerializer,
         "error": SpeechStreamErrorSerializer,
     },
@@ -39,7 +41,8 @@ SPEECH_STREAM_EVENT = PolymorphicProxySerializer(
 def audio_responses(description: str, *, events: bool = True) -> dict:
     """A 200 in each audio format's content type, and (`events`) one of speech events (SSE)."""
     binary = OpenApiResponse(OpenApiTypes.BINARY, description=description)
-    responses: dict = {(200, content_type): binary for content_type in audio.CONTENT_TYPES.values()}
+    content_types = dict.fromkeys([*audio.CONTENT_TYPES.values(), *audio.G711_CONTENT_TYPES.values()])
+    responses: dict = {(200, content_type): binary for content_type in content_types}
     if events:
         responses[200, SSE] = OpenApiResponse(SPEECH_STREAM_EVENT, description=description)
     return responses
@@ -60,7 +63,8 @@ class SpeechDoc(APIView):
     @extend_schema(
         summary="Text to speech (OpenAI-compatible)",
         description="A cache hit returns the whole file; otherwise the audio streams out as it is generated "
-        "(stream_format=sse: speech.audio.delta events, then speech.audio.done). Response headers: x-cache "
+        "(stream_format=sse: speech.audio.delta events, a speech.audio.segment event with the text, start "
+        "and end of each sentence segment as its audio completes, then speech.audio.done). Response headers: x-cache "
         "(hit, miss, shared), x-seed, x-audio-duration (cache hits), x-request-id. With an Idempotency-Key, a "
         "retried request follows the job already accepted.",
         request=SpeechRequestSerializer,

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 import secrets
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from django.conf import settings
 
@@ -17,6 +17,8 @@ from inference.voices import VOICES
 from tts_saas.errors import ApiError
 
 from . import cache
+from .audio import output_format
+from .captions import Caption
 
 
 def speed_level(speed: float) -> int:
@@ -46,6 +48,19 @@ class CachedSpeech:
 
     pcm16: bytes
     seed: int
+    captions: list[Caption] = field(default_factory=list)
+
+
+def check_format(limits: Limits, fmt: str, param: str) -> None:
+    """A plan's formats name codecs (mp3, opus, aac, flac, wav, pcm, ulaw, alaw): each admits all
+    its sample rates and bit rates."""
+    if limits.allowed_formats and output_format(fmt).codec not in limits.allowed_formats:
+        raise ApiError(
+            403,
+            f"{param} '{fmt}' is not in your plan; available: {', '.join(limits.allowed_formats)}.",
+            "not_in_plan",
+            param,
+        )
 
 
 def enforce_plan_limits(limits: Limits, data: dict) -> None:
@@ -57,14 +72,7 @@ def enforce_plan_limits(limits: Limits, data: dict) -> None:
             "string_above_max_length",
             "input",
         )
-    if limits.allowed_formats and data["response_format"] not in limits.allowed_formats:
-        raise ApiError(
-            403,
-            f"response_format '{data['response_format']}' is not in your plan; "
-            f"available: {', '.join(limits.allowed_formats)}.",
-            "not_in_plan",
-            "response_format",
-        )
+    check_format(limits, data["response_format"], "response_format")
     if limits.allowed_voices and data["voice"] not in limits.allowed_voices:
         raise ApiError(
             403,

@@ -16,7 +16,7 @@ from rest_framework.fields import empty
 from inference.text import REFINE_TAG
 from inference.voices import VOICES
 
-from .audio import FORMATS
+from .audio import ALL_FORMATS, output_format
 from .callbacks import url_problem
 from .models import Job
 
@@ -72,6 +72,23 @@ class StrictChoiceField(serializers.ChoiceField):
             choices = ", ".join(str(c) for c in self.choices if c)
             raise serializers.ValidationError(self.error_messages["invalid_choice"].format(input=data, choices=choices))
         return data
+
+
+class FormatField(StrictChoiceField):
+    """An audio format: one of OpenAI's six names or an extended name that carries the codec, the
+    sample rate and the bit rate (`audio.OUTPUT_FORMATS`: ulaw_8000, pcm_16000, mp3_44100_128, …)."""
+
+    def __init__(self, **kwargs):
+        super().__init__(choices=ALL_FORMATS, **kwargs)
+
+    def to_internal_value(self, data):
+        if not isinstance(data, str):
+            raise serializers.ValidationError("Must be a string.", code="invalid_type")
+        try:
+            return output_format(data).name
+        except ValueError as exc:
+            message = str(exc).replace("Unsupported output_format", f"Unsupported {self.field_name}", 1)
+            raise serializers.ValidationError(message, code="invalid_value") from None
 
 
 class ModelField(StrictChoiceField):
@@ -176,11 +193,16 @@ class SpeechRequestSerializer(serializers.Serializer):
         default="alloy",
         error_messages={"invalid_choice": "Unknown voice '{input}'. Valid voices: {choices}."},
     )
-    response_format = StrictChoiceField(
-        choices=FORMATS,
+    response_format = FormatField(
         required=False,
         default="mp3",
-        error_messages={"invalid_choice": "Unsupported response_format '{input}'. Valid formats: {choices}."},
+        help_text="OpenAI's mp3, opus, aac, flac, wav or pcm (24 kHz), or an extended name: ulaw_8000, alaw_8000, "
+        "pcm_<rate> or wav_<rate> (8000, 16000, 22050, 24000, 44100, 48000), mp3_<rate>_<kbps>.",
+    )
+    output_format = FormatField(
+        required=False,
+        help_text="The same names as response_format (ElevenLabs' spelling: ulaw_8000, pcm_16000, "
+        "mp3_44100_128). When both are sent they must name the same codec; output_format then decides.",
     )
     speed = SpeedField(required=False, default=1.0)
     instructions = StrictCharField(
@@ -223,6 +245,18 @@ class SpeechRequestSerializer(serializers.Serializer):
 
     def validate_model(self, value: str) -> str:
         return settings.TTS_MODEL_NAME  # every accepted name is this model
+
+    def validate(self, attrs):
+        chosen = attrs.pop("output_format", None)
+        if chosen is not None:
+            named = self.initial_data.get("response_format") if isinstance(self.initial_data, dict) else None
+            if named is not None and output_format(attrs["response_format"]).codec != output_format(chosen).codec:
+                raise serializers.ValidationError(
+                    {"output_format": [f"'{chosen}' and response_format '{named}' name different codecs; send one."]},
+                    code="invalid_value",
+                )
+            attrs["response_format"] = chosen
+        return attrs
 
     def to_internal_value(self, data):
         # Unknown fields are refused, as OpenAI refuses them (a typo such as `format` would
@@ -297,7 +331,13 @@ class JobSerializer(serializers.Serializer):
     @extend_schema_field(JobUrlsSerializer)
     def get_urls(self, job) -> dict:
         base = f"/v1/jobs/{job.id}"
-        return {"self": base, "audio": f"{base}/audio", "stream": f"{base}/stream", "cancel": f"{base}/cancel"}
+        return {
+            "self": base,
+            "audio": f"{base}/audio",
+            "stream": f"{base}/stream",
+            "captions": f"{base}/captions",
+            "cancel": f"{base}/cancel",
+        }
 
 
 # The serializers below describe responses built elsewhere; the OpenAPI schema is generated from
@@ -312,7 +352,7 @@ class JobListSerializer(serializers.Serializer):
 
 
 class JobStreamQuerySerializer(serializers.Serializer):
-    format = serializers.ChoiceField(choices=FORMATS, default="pcm")
+    format = FormatField(required=False, default="pcm")
     stream_format = serializers.ChoiceField(choices=["audio", "sse"], default="audio")
 
 
@@ -327,6 +367,16 @@ class SpeechUsageSerializer(serializers.Serializer):
 class SpeechAudioDeltaSerializer(serializers.Serializer):
     type = serializers.ChoiceField(choices=["speech.audio.delta"])
     audio = serializers.CharField(help_text="The next bytes of the audio file (response_format), base64-encoded.")
+
+
+class SpeechAudioSegmentSerializer(serializers.Serializer):
+    """A sentence segment's audio is all out (sent before the next segment's audio): its text and
+    when it is spoken, exact from the audio (ChatTTS gives no word timings)."""
+
+    type = serializers.ChoiceField(choices=["speech.audio.segment"])
+    text = serializers.CharField(help_text="The segment's text as sent.")
+    start = serializers.FloatField(help_text="Seconds from the start of the audio to the segment's first sample.")
+    end = serializers.FloatField(help_text="Seconds to its last sample.")
 
 
 class SpeechAudioDoneSerializer(serializers.Serializer):

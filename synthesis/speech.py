@@ -22,6 +22,7 @@ from tts_saas.errors import ApiError
 from tts_saas.threads import in_thread
 
 from . import cache, capacity, inflight, workers
+from .captions import Caption
 from .feed import JobAudioFeed
 from .jobs import (
     Submission,
@@ -55,7 +56,7 @@ def record_cache_hit(
         raise exc.error(limits) from exc
 
 
-async def lookup_cache(org_id: int, speech: PreparedSpeech, count: bool = True) -> bytes | None:
+async def lookup_cache(org_id: int, speech: PreparedSpeech, count: bool = True) -> cache.Entry | None:
     if not speech.cacheable:
         return None
     versions = await workers.recent_model_versions()
@@ -131,13 +132,13 @@ async def speak(
     speech = await in_thread(prepare_speech)(data)
 
     async def from_cache(count: bool = True) -> CachedSpeech | None:
-        pcm = await lookup_cache(principal.organization.pk, speech, count=count)
-        if pcm is None:
+        entry = await lookup_cache(principal.organization.pk, speech, count=count)
+        if entry is None:
             return None
         # No synthesis: no concurrency slot, charged and logged in one transaction.
-        seconds = len(pcm) / 2 / SAMPLE_RATE
+        seconds = len(entry.pcm16) / 2 / SAMPLE_RATE
         await in_thread(record_cache_hit)(principal, limits, speech, request_id, started, seconds)
-        return CachedSpeech(pcm, speech.params.seed)
+        return CachedSpeech(entry.pcm16, speech.params.seed, entry.captions)
 
     if not idempotency_key and (cached := await from_cache()) is not None:
         return cached
@@ -175,12 +176,12 @@ class SharedFeed(JobAudioFeed):
         super().__init__(job_id, **kwargs)
         self._bill, self._refund = bill, refund
 
-    async def chunks(self) -> AsyncIterator[bytes]:
+    async def events(self) -> AsyncIterator[bytes | Caption]:
         billed = False
         await inflight.follow(self.job_id)
         try:
-            async for pcm in super().chunks():
-                yield pcm
+            async for item in super().events():
+                yield item
             await in_thread(self._bill)(self.samples / SAMPLE_RATE)
             billed = True
         finally:

@@ -10,10 +10,12 @@ import logging
 from asgiref.sync import async_to_sync
 from django.http import FileResponse, HttpRequest, HttpResponse, StreamingHttpResponse
 from django.views.decorators.csrf import csrf_exempt
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema, extend_schema_view
 from rest_framework import mixins, serializers, status
 from rest_framework.decorators import action, api_view, authentication_classes, permission_classes
 from rest_framework.permissions import AllowAny
+from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
 
 from accounts.auth import issue_ticket
@@ -27,12 +29,13 @@ from tts_saas.errors import ApiError, error_responses, require_methods, validati
 from tts_saas.parsers import load_json
 from tts_saas.threads import in_thread
 
-from . import audio
+from . import audio, captions
+from .captions import Caption
 from .feed import JobAudioFeed
 from .jobs import Submission, cancel_job, request_digest
 from .models import Job
 from .openapi import JobStreamDoc, SpeechDoc, audio_responses, documented_by
-from .prepared import CachedSpeech, enforce_plan_limits, prepare_speech
+from .prepared import CachedSpeech, check_format, enforce_plan_limits, prepare_speech
 from .serializers import (
     JobListSerializer,
     JobRequestSerializer,
@@ -72,6 +75,10 @@ def _sse(event: dict) -> bytes:
     return f"data: {json.dumps(event, separators=(',', ':'))}\n\n".encode()
 
 
+def _segment_event(caption: Caption) -> bytes:
+    return _sse({"type": "speech.audio.segment", **caption.as_dict()})
+
+
 def _usage(characters: int, samples: int) -> dict:
     tokens = samples // SAMPLES_PER_TOKEN
     return {
@@ -98,8 +105,12 @@ async def audio_body(feed: JobAudioFeed, fmt: str, sse: bool, owner: bool):
         return _sse({"type": "speech.audio.delta", "audio": base64.b64encode(data).decode()}) if sse else data
 
     try:
-        async for pcm in feed.chunks():
-            data = encoder.feed(pcm)
+        async for item in feed.events():
+            if isinstance(item, Caption):  # a segment's audio is all out: when it was spoken
+                if sse:
+                    yield _segment_event(item)
+                continue
+            data = encoder.feed(item)
             if data:
                 yield out(data)
         data = encoder.finish()
@@ -123,7 +134,7 @@ async def audio_body(feed: JobAudioFeed, fmt: str, sse: bool, owner: bool):
 
 
 def audio_response(feed: JobAudioFeed, fmt: str, sse: bool, owner: bool) -> StreamingHttpResponse:
-    content_type = "text/event-stream" if sse else audio.CONTENT_TYPES[fmt]
+    content_type = "text/event-stream" if sse else audio.output_format(fmt).content_type
     response = StreamingHttpResponse(audio_body(feed, fmt, sse, owner), content_type=content_type)
     response["x-job-id"] = feed.job_id
     response["Cache-Control"] = "no-cache"
@@ -152,12 +163,13 @@ async def speech(request: HttpRequest) -> HttpResponse:
             body = await in_thread(audio.encode)(result.pcm16, fmt)
         if sse:
             events = _sse({"type": "speech.audio.delta", "audio": base64.b64encode(body).decode()})
+            events += b"".join(_segment_event(c) for c in result.captions)
             usage = _usage(len(data["input"]), len(result.pcm16) // 2)
             response = HttpResponse(
                 events + _sse({"type": "speech.audio.done", "usage": usage}), content_type="text/event-stream"
             )
         else:
-            response = HttpResponse(body, content_type=audio.CONTENT_TYPES[fmt])
+            response = HttpResponse(body, content_type=audio.output_format(fmt).content_type)
         response["x-audio-duration"] = f"{len(result.pcm16) / 2 / audio.SAMPLE_RATE:.3f}"
         response["x-cache"] = "hit"
     else:
@@ -186,12 +198,11 @@ async def job_stream(request: HttpRequest, job_id) -> HttpResponse:
     if job is None:
         raise ApiError(404, f"No job {job_id}.", "not_found")
     fmt = request.GET.get("format", "pcm")
-    if fmt not in audio.FORMATS:
-        raise ApiError(
-            400, f"Unsupported format '{fmt}'. Valid formats: {', '.join(audio.FORMATS)}.", "invalid_value", "format"
-        )
-    if limits.allowed_formats and fmt not in limits.allowed_formats:
-        raise ApiError(403, f"format '{fmt}' is not in your plan.", "not_in_plan", "format")
+    try:
+        audio.output_format(fmt)
+    except ValueError as exc:
+        raise ApiError(400, str(exc).replace("output_format", "format", 1), "invalid_value", "format") from None
+    check_format(limits, fmt, "format")
     feed = JobAudioFeed(job.id, characters=job.characters, queue_timeout=3600)
     await feed.check_not_expired()  # 410 now, while the status line can still say so
     return audio_response(feed, fmt, request.GET.get("stream_format") == "sse", owner=False)
@@ -303,6 +314,22 @@ class JobListQuery(serializers.Serializer):
 NO_JOB = {404: "No such job in this organization."}
 
 
+class CaptionsQuery(serializers.Serializer):
+    format = serializers.ChoiceField(choices=captions.FORMATS, default="json", help_text="json, srt or vtt.")
+
+
+class CaptionSerializer(serializers.Serializer):
+    text = serializers.CharField(help_text="The segment's text as sent.")
+    start = serializers.FloatField(help_text="Seconds from the start of the audio to the segment's first sample.")
+    end = serializers.FloatField(help_text="Seconds to its last sample.")
+
+
+class CaptionsSerializer(serializers.Serializer):
+    object = serializers.CharField(default="captions")
+    job_id = serializers.UUIDField()
+    segments = CaptionSerializer(many=True)
+
+
 @extend_schema_view(
     create=extend_schema(
         request=JobRequestSerializer,
@@ -334,6 +361,15 @@ NO_JOB = {404: "No such job in this organization."}
             ),
         }
     ),
+    captions=extend_schema(
+        parameters=[CaptionsQuery],
+        responses={
+            (200, "application/json"): CaptionsSerializer,
+            (200, "application/x-subrip"): OpenApiTypes.STR,
+            (200, "text/vtt"): OpenApiTypes.STR,
+            **error_responses({400: "Unknown format.", 404: NO_JOB[404], 409: "The job has not succeeded."}),
+        },
+    ),
     cancel=extend_schema(request=None, responses={202: JobSerializer, **error_responses(NO_JOB)}),
 )
 class JobViewSet(mixins.RetrieveModelMixin, TenantScopedViewSet):
@@ -342,6 +378,11 @@ class JobViewSet(mixins.RetrieveModelMixin, TenantScopedViewSet):
     model = Job
     serializer_class = JobSerializer
     lookup_url_kwarg = "job_id"
+
+    def perform_content_negotiation(self, request, force=False):
+        if self.action == "captions":  # its ?format= names the captions' format, not a renderer
+            return JSONRenderer(), JSONRenderer.media_type
+        return super().perform_content_negotiation(request, force)
 
     def create(self, request):
         incoming = JobRequestSerializer(data=request.data)
@@ -385,11 +426,28 @@ class JobViewSet(mixins.RetrieveModelMixin, TenantScopedViewSet):
             raise ApiError(409, f"The job is {job.status}; its audio exists once it has succeeded.", "job_not_ready")
         if not job.result:
             raise ApiError(404, "This job's audio is not stored (interactive jobs are not kept).", "no_result")
+        spec = audio.output_format(job.response_format)
         return FileResponse(
-            job.result.open("rb"),
-            content_type=audio.CONTENT_TYPES[job.response_format],
-            filename=f"{job.id}.{job.response_format}",
+            job.result.open("rb"), content_type=spec.content_type, filename=f"{job.id}.{spec.extension}"
         )
+
+    @action(detail=True, methods=["get"])
+    def captions(self, request, job_id=None):
+        fmt = request.query_params.get("format", "json")
+        if fmt not in captions.FORMATS:
+            raise ApiError(
+                400,
+                f"Unsupported format '{fmt}'. Valid formats: {', '.join(captions.FORMATS)}.",
+                "invalid_value",
+                "format",
+            )
+        job = self.get_object()
+        if job.status != Job.Status.SUCCEEDED:
+            raise ApiError(409, f"The job is {job.status}; its captions exist once it has succeeded.", "job_not_ready")
+        body = captions.render([captions.Caption.from_dict(c) for c in job.captions], fmt)
+        if isinstance(body, dict):
+            return Response({"object": "captions", "job_id": str(job.id), **body})
+        return HttpResponse(body, content_type=f"{captions.CONTENT_TYPES[fmt]}; charset=utf-8")
 
     @action(detail=True, methods=["post"])
     def cancel(self, request, job_id=None):

@@ -19,7 +19,8 @@ from inference.engine import SynthesisParams, pause, to_pcm16
 from inference.text import SAMPLE_RATE, normalize_segment, token_budget
 
 from . import cache, capacity, streams, worker_metrics
-from .audio import encode
+from .audio import encode, output_format
+from .captions import Caption
 from .jobs import fail_job, settle_job
 from .models import Job
 
@@ -46,6 +47,9 @@ class JobRun:
         self.playing = 0  # the segment whose audio is published now
         self.held: dict[int, list[np.ndarray]] = {}  # audio of later segments, waiting their turn
         self.parts: list[bytes] = []
+        self.position = 0  # samples published
+        self.starts: dict[int, int] = {}  # segment -> its first sample
+        self.captions: list[Caption] = []  # the segments closed so far, in order
         self.started = time.monotonic()
         self.cancelled = False
         self.finished = False
@@ -94,6 +98,7 @@ class JobRun:
             self.completed.add(segment)
             Job.objects.filter(pk=self.job.pk).update(progress=len(self.completed) / self.total)
         while self.playing in self.ended and self.playing + 1 < self.total:
+            self._close(self.playing)
             self.playing += 1
             for samples in self.held.pop(self.playing, []):
                 self._publish(self.playing, samples)
@@ -125,13 +130,24 @@ class JobRun:
             self._opened.add(segment)
             if segment:  # a short pause between sentences
                 self._publish_pcm(to_pcm16(pause()))
+            self.starts[segment] = self.position
         self._publish_pcm(to_pcm16(samples))
+
+    def _close(self, segment: int) -> None:
+        """The segment's audio is all out: its caption is known (a segment with no audio has an
+        empty one, at the point it would have been)."""
+        start = self.starts.get(segment, self.position)
+        text, end = self.job.segments[segment], self.position
+        caption = Caption(text, round(start / SAMPLE_RATE, 3), round(end / SAMPLE_RATE, 3))
+        self.captions.append(caption)
+        streams.publish(self.job.id, "segment", index=segment, **caption.as_dict())
 
     def _publish_pcm(self, pcm: bytes) -> None:
         if not self.parts:
             worker_metrics.FIRST_AUDIO.observe((timezone.now() - self.job.created_at).total_seconds())
         streams.publish(self.job.id, "audio", seq=len(self.parts), pcm=pcm)
         self.parts.append(pcm)
+        self.position += len(pcm) // 2
         if time.monotonic() - self._progress_at > PROGRESS_SECONDS:
             capacity.note_progress()
             self._progress_at = time.monotonic()
@@ -161,22 +177,23 @@ class JobRun:
                 model_version=self.model_version,
             )
             return
+        if len(self.captions) < self.total:
+            self._close(self.total - 1)  # the last segment (the others closed as the next began)
         key = ""
         if job.cacheable:
             key = cache.cache_key(
                 job.organization_id, self.model_version, cache.segments_text(job.segments), self.params
             )
             try:
-                if not cache.put(key, pcm):
+                if not cache.put(key, pcm, self.captions):
                     key = ""
             except Exception:  # the cache is an optimisation: the job succeeds without it
                 logger.exception("could not cache a job's audio", extra={"job_id": str(job.id)})
                 key = ""
         if not job.interactive:  # the stored file is what the client comes back for
             try:
-                job.result.save(
-                    f"{job.id}.{job.response_format}", ContentFile(encode(pcm, job.response_format)), save=False
-                )
+                name = f"{job.id}.{output_format(job.response_format).extension}"
+                job.result.save(name, ContentFile(encode(pcm, job.response_format)), save=False)
                 Job.objects.filter(pk=job.pk).update(result=job.result.name)
             except Exception:
                 logger.exception("could not store a job's audio", extra={"job_id": str(job.id)})
@@ -190,7 +207,12 @@ class JobRun:
                 )
                 return
         if not settle_job(
-            job, Job.Status.SUCCEEDED, audio_seconds=audio_seconds, model_version=self.model_version, cache_key=key
+            job,
+            Job.Status.SUCCEEDED,
+            audio_seconds=audio_seconds,
+            model_version=self.model_version,
+            cache_key=key,
+            captions=[c.as_dict() for c in self.captions],
         ):
             return  # the job was taken from this run (queued again as lost): its stream is another run's
         streams.publish(

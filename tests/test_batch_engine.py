@@ -20,10 +20,11 @@ import numpy as np
 import pytest
 import torch
 
-from inference.batch import CROSSFADE_SAMPLES, FADE_SAMPLES, Audio, BatchRow, Done, decoded_length
+from inference.batch import CROSSFADE_SAMPLES, FADE_SAMPLES, HOLD_SAMPLES, Audio, BatchRow, Done, decoded_length
 from inference.chattts_engine import ChatTTSEngine
 from inference.engine import PAUSE_SECONDS, SynthesisParams, SynthesisRequest
 from inference.generation import RowPlan, generate
+from inference.runner import LOADED_FIRST_CHUNK_TOKENS
 from inference.text import SAMPLE_RATE
 
 CHECKPOINT = os.environ.get("TTS_TEST_CHECKPOINT", "")
@@ -175,6 +176,22 @@ def test_the_first_chunk_comes_after_chunk_tokens_steps(engine):
     # stop_requested is asked once a step: the first chunk follows the 24th token.
     assert sink.checks_at_first_audio["b"] == 24
     assert len(sink.chunks["b"]) >= 3
+    assert len(sink.chunks["b"][0]) == decoded_length(24) - HOLD_SAMPLES
+
+
+def test_under_load_the_first_chunk_comes_sooner_and_the_audio_is_the_same(engine):
+    # A step of several rows costs more than a lone row's: the first window comes after 16 tokens.
+    sink = Recorder()
+    engine.generate_batch([ROWS[1], ROWS[0]], sink, chunk_tokens=24)
+    assert sink.checks_at_first_audio["b"] == LOADED_FIRST_CHUNK_TOKENS == 16
+    assert len(sink.chunks["b"][0]) == decoded_length(16) - HOLD_SAMPLES  # 0.16 s, then the batch's rhythm
+    assert sink.checks_at_first_audio.get("a", 0) <= 24  # "a" may end sooner on random weights
+    alone, _ = run(engine, [ROWS[1]], chunk_tokens=ROWS[1].max_tokens)
+    np.testing.assert_allclose(sink.audio_of("b"), alone["b"], rtol=0, atol=AUDIO_ATOL)
+    again = Recorder()
+    engine.generate_batch([ROWS[1], ROWS[0]], again, chunk_tokens=24)
+    for key in ("a", "b"):  # the windows follow token counts, not time: the same every run
+        np.testing.assert_array_equal(again.audio_of(key), sink.audio_of(key))
 
 
 def test_stopping_one_row_leaves_the_others_unchanged(engine):

@@ -142,5 +142,5 @@ def test_the_speech_operation_documents_instructions_stream_format_and_its_event
     event = content["text/event-stream"]["schema"]["properties"]["data"]
     assert event["contentMediaType"] == "application/json"
     kinds = resolve(event["contentSchema"])["discriminator"]["mapping"]
-    assert set(kinds) == {"speech.audio.delta", "speech.audio.done", "error"}
+    assert set(kinds) == {"speech.audio.delta", "speech.audio.segment", "speech.audio.done", "error"}
     assert resolve(speech["responses"]["400"]["content"]["application/json"]["schema"])["required"] == ["error"]

@@ -178,9 +178,11 @@ def test_sse_sends_audio_deltas_then_done_with_usage(live_stack, owner):
     response = post(live_stack, owner.key, input=text, response_format="pcm", stream_format="sse", seed=21)
     assert response.status_code == 200 and response.headers["content-type"] == "text/event-stream"
     events = [json.loads(line[6:]) for line in response.text.splitlines() if line.startswith("data: ")]
-    deltas, done = events[:-1], events[-1]
+    deltas, (segment,), done = events[:-2], events[-2:-1], events[-1]
     assert deltas and all(e["type"] == "speech.audio.delta" for e in deltas)
     pcm = b"".join(base64.b64decode(e["audio"]) for e in deltas)
+    duration = len(pcm) / 2 / SAMPLE_RATE
+    assert segment == {"type": "speech.audio.segment", "text": text, "start": 0.0, "end": round(duration, 3)}
     assert done["type"] == "speech.audio.done"
     assert done["usage"]["characters"] == len(text)
     assert done["usage"]["audio_seconds"] == pytest.approx(len(pcm) / 2 / SAMPLE_RATE, abs=1e-3)

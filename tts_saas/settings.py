@@ -173,7 +173,11 @@ SPECTACULAR_SETTINGS = {
     # Request bodies apart from responses: what a request must hold (non-blank strings) is documented.
     "COMPONENT_SPLIT_REQUEST": True,
     "PREPROCESSING_HOOKS": ["synthesis.openapi.add_stand_ins"],
-    "ENUM_NAME_OVERRIDES": {"ListObjectEnum": ["list"], "JobObjectEnum": ["job"]},
+    "ENUM_NAME_OVERRIDES": {
+        "ListObjectEnum": ["list"],
+        "JobObjectEnum": ["job"],
+        "AudioFormatEnum": "synthesis.audio.ALL_FORMATS",
+    },
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
         "synthesis.openapi.frame_event_streams",

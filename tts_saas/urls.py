@@ -33,6 +33,7 @@ v1 = [
     path("jobs", jobs.as_view({"get": "list", "post": "create"}), name="jobs"),
     path("jobs/<uuid:job_id>", jobs.as_view({"get": "retrieve"}), name="job"),
     path("jobs/<uuid:job_id>/audio", jobs.as_view({"get": "audio"}), name="job-audio"),
+    path("jobs/<uuid:job_id>/captions", jobs.as_view({"get": "captions"}), name="job-captions"),
     path("jobs/<uuid:job_id>/cancel", jobs.as_view({"post": "cancel"}), name="job-cancel"),
     path("jobs/<uuid:job_id>/stream", synthesis.job_stream, name="job-stream"),
     path("keys", ApiKeyViewSet.as_view({"get": "list", "post": "create"}), name="keys"),

@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.http import FileResponse, Http404
 
 from accounts.tenancy import scoped
-from synthesis.audio import CONTENT_TYPES
+from synthesis.audio import output_format
 from synthesis.models import Job
 
 from ..access import member_required, page
@@ -22,4 +22,4 @@ def job_audio(request, job_id):
     job = scoped(Job, request.principal.organization).filter(pk=job_id).first()
     if job is None or not job.result:
         raise Http404
-    return FileResponse(job.result.open("rb"), content_type=CONTENT_TYPES[job.response_format])
+    return FileResponse(job.result.open("rb"), content_type=output_format(job.response_format).content_type)
