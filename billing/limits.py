@@ -25,6 +25,9 @@ class Limits:
     quota_characters: int = 0
     spending_limit_cents: int | None = None
     has_overage: bool = False  # characters beyond the included ones are sold (up to the spending limit)
+    max_job_chars: int = 20_000  # input of one asynchronous job
+    max_custom_voices: int = 3
+    max_lexicon_entries: int = 100
 
 
 def subscription_for(org: Organization) -> Subscription:
@@ -59,4 +62,7 @@ def limits_for(org: Organization) -> Limits:
         quota_characters=terms.ceiling(plan, sub, included),
         spending_limit_cents=sub.spending_limit_cents if overage else None,
         has_overage=overage,
+        max_job_chars=max(plan.max_job_chars, pick("max_input_chars")),
+        max_custom_voices=plan.max_custom_voices,
+        max_lexicon_entries=plan.max_lexicon_entries,
     )

@@ -23,7 +23,14 @@ class Plan(models.Model):
     requests_per_minute = models.PositiveIntegerField()
     concurrent_jobs = models.PositiveIntegerField()
     max_input_chars = models.PositiveIntegerField()
-    allowed_formats = models.JSONField(default=list, blank=True, help_text="empty: every format")
+    max_job_chars = models.PositiveIntegerField(default=20_000, help_text="input of one asynchronous job")
+    max_custom_voices = models.PositiveIntegerField(default=3, help_text="the organization's own voices")
+    max_lexicon_entries = models.PositiveIntegerField(
+        default=100, help_text="pronunciation lexicon entries, all lexicons together"
+    )
+    allowed_formats = models.JSONField(
+        default=list, blank=True, help_text="codecs (mp3, opus, aac, flac, wav, pcm, ulaw, alaw); empty: every format"
+    )
     allowed_voices = models.JSONField(default=list, blank=True, help_text="empty: every voice")
     # Celery priority on the tts queue: 0 is served first (paid plans), 9 last.
     queue_priority = models.PositiveSmallIntegerField(default=6)

@@ -10,6 +10,9 @@ DEFAULT_PLANS = [
         "requests_per_minute": 10,
         "concurrent_jobs": 1,
         "max_input_chars": 1_000,
+        "max_job_chars": 20_000,
+        "max_custom_voices": 3,
+        "max_lexicon_entries": 100,
         "queue_priority": 6,
         "is_default": True,
         "monthly_price_cents": 0,
@@ -21,6 +24,9 @@ DEFAULT_PLANS = [
         "requests_per_minute": 120,
         "concurrent_jobs": 4,
         "max_input_chars": 4_096,
+        "max_job_chars": 200_000,
+        "max_custom_voices": 30,
+        "max_lexicon_entries": 2_000,
         "queue_priority": 3,
         "is_default": False,
         "monthly_price_cents": 2_200,
@@ -33,6 +39,9 @@ DEFAULT_PLANS = [
         "requests_per_minute": 600,
         "concurrent_jobs": 16,
         "max_input_chars": 4_096,
+        "max_job_chars": 200_000,
+        "max_custom_voices": 300,
+        "max_lexicon_entries": 20_000,
         "queue_priority": 0,
         "is_default": False,
         "monthly_price_cents": 33_000,
@@ -56,3 +65,17 @@ def add_overage_terms(plan_model) -> None:
             plan_model.objects.filter(slug=spec["slug"], overage_cents_per_1k__isnull=True).update(
                 overage_cents_per_1k=spec["overage_cents_per_1k"]
             )
+
+
+def add_library_limits(plan_model) -> None:
+    """Give the seeded plans their job, voice and lexicon limits where an operator has not changed
+    them from the fields' defaults."""
+    defaults = {
+        f.name: f.default
+        for f in plan_model._meta.get_fields()
+        if f.name.startswith("max_") and f.name != "max_input_chars"
+    }
+    for spec in DEFAULT_PLANS:
+        for name, default in defaults.items():
+            if name in spec:
+                plan_model.objects.filter(slug=spec["slug"], **{name: default}).update(**{name: spec[name]})

@@ -97,6 +97,7 @@ def submit_job(
                 response_format=data["response_format"],
                 input=data["input"],
                 segments=list(speech.text.segments),
+                caption_texts=list(speech.caption_texts),
                 params=asdict(speech.params),
                 cacheable=speech.cacheable,
                 characters=speech.characters,

@@ -1,7 +1,9 @@
-"""Job: one synthesis request, from acceptance to audio (or failure)."""
+"""Job: one synthesis request, from acceptance to audio (or failure). Lexicon: an organization's
+pronunciation entries."""
 
 from __future__ import annotations
 
+import secrets
 import uuid
 
 from django.db import models
@@ -31,7 +33,8 @@ class Job(models.Model):
     voice = models.CharField(max_length=64)
     response_format = models.CharField(max_length=16)  # audio.output_format names, e.g. "mp3_44100_128"
     input = models.TextField()
-    segments = models.JSONField(default=list)  # normalised text, one entry per generation
+    segments = models.JSONField(default=list)  # what is spoken (lexicons applied), one entry per generation
+    caption_texts = models.JSONField(default=list, blank=True)  # the segments as sent, where lexicons changed them
     params = models.JSONField(default=dict)  # inference.engine.SynthesisParams as a dict
     cacheable = models.BooleanField(default=False)  # deterministic: a seed was given
     interactive = models.BooleanField(default=True)  # someone listens live: stream, latency first
@@ -72,3 +75,27 @@ class Job(models.Model):
     @property
     def is_final(self) -> bool:
         return self.status in self.FINAL
+
+
+def new_lexicon_id() -> str:
+    return f"lex_{secrets.token_hex(8)}"
+
+
+class Lexicon(models.Model):
+    """Pronunciation entries (`synthesis.lexicon.Entry` as dicts: text, alias, case_sensitive),
+    applied to requests that name the lexicon, and to every request when `is_default`."""
+
+    id = models.CharField(primary_key=True, max_length=32, default=new_lexicon_id, editable=False)
+    organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="lexicons")
+    name = models.CharField(max_length=100)
+    entries = models.JSONField(default=list, blank=True)
+    is_default = models.BooleanField(default=False)
+    created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["created_at", "id"]
+        constraints = [models.UniqueConstraint(fields=["organization", "name"], name="one_lexicon_per_name")]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.id})"

@@ -16,9 +16,10 @@ from inference.text import PreparedText, TextError, prepare
 from inference.voices import VOICES
 from tts_saas.errors import ApiError
 
-from . import cache
+from . import cache, lexicon
 from .audio import output_format
 from .captions import Caption
+from .lexicons import entries_for
 
 
 def speed_level(speed: float) -> int:
@@ -32,6 +33,8 @@ class PreparedSpeech:
     text: PreparedText
     params: SynthesisParams
     cacheable: bool  # deterministic (seeded), so its audio may be cached and reused
+    # The segments as sent, where lexicons changed what is spoken (captions show these); else empty.
+    caption_texts: tuple[str, ...] = ()
 
     @property
     def cache_text(self) -> str:
@@ -82,12 +85,19 @@ def enforce_plan_limits(limits: Limits, data: dict) -> None:
         )
 
 
-def prepare_speech(data: dict) -> PreparedSpeech:
-    """Normalise and split the text and fix every generation parameter (CPU work: call in a thread)."""
+def prepare_speech(data: dict, organization) -> PreparedSpeech:
+    """Split the text, apply the organization's pronunciation lexicons to each segment and fix
+    every generation parameter (database and CPU work: call in a thread)."""
     try:
         text = prepare(data["input"])
     except TextError as exc:
         raise ApiError(400, str(exc), "invalid_input", "input") from exc
+    entries = entries_for(organization, data.get("lexicons", []))
+    spoken = tuple(lexicon.apply(segment, entries) for segment in text.segments)
+    if spoken != text.segments:
+        text, shown = PreparedText(text=text.text, segments=spoken), text.segments
+    else:
+        shown = ()
     seed = data.get("seed")
     if seed is None and settings.TTS_DEFAULT_SEED != "":
         seed = int(settings.TTS_DEFAULT_SEED)
@@ -104,4 +114,4 @@ def prepare_speech(data: dict) -> PreparedSpeech:
         refine_text=data["refine_text"],
         refine_prompt=data["refine_prompt"],
     )
-    return PreparedSpeech(data=data, text=text, params=params, cacheable=cacheable)
+    return PreparedSpeech(data=data, text=text, params=params, cacheable=cacheable, caption_texts=shown)

@@ -235,6 +235,14 @@ class SpeechRequestSerializer(serializers.Serializer):
             )
         ],
     )
+    lexicons = serializers.ListField(
+        child=serializers.CharField(max_length=40),
+        required=False,
+        default=list,
+        max_length=8,
+        help_text="Pronunciation lexicons (ids, up to 8) applied in this order, before the organization's "
+        "default lexicons.",
+    )
     stream_format = serializers.ChoiceField(
         choices=["audio", "sse"],
         required=False,

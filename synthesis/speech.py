@@ -129,7 +129,7 @@ async def speak(
     audio, billed once), never from the cache."""
     started = time.monotonic()
     enforce_plan_limits(limits, data)
-    speech = await in_thread(prepare_speech)(data)
+    speech = await in_thread(prepare_speech)(data, principal.organization)
 
     async def from_cache(count: bool = True) -> CachedSpeech | None:
         entry = await lookup_cache(principal.organization.pk, speech, count=count)

@@ -137,7 +137,8 @@ class JobRun:
         """The segment's audio is all out: its caption is known (a segment with no audio has an
         empty one, at the point it would have been)."""
         start = self.starts.get(segment, self.position)
-        text, end = self.job.segments[segment], self.position
+        shown = self.job.caption_texts or self.job.segments  # as sent, where lexicons changed the spoken text
+        text, end = shown[segment], self.position
         caption = Caption(text, round(start / SAMPLE_RATE, 3), round(end / SAMPLE_RATE, 3))
         self.captions.append(caption)
         streams.publish(self.job.id, "segment", index=segment, **caption.as_dict())

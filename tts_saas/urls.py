@@ -14,10 +14,12 @@ from dashboard.throttles import posted, throttled
 from dashboard.views.account import password_reset, sign_in
 from dashboard.views.operations import operations
 from synthesis import views as synthesis
+from synthesis.lexicons import LexiconViewSet
 from tts_saas.metrics import metrics_view
 from tts_saas.views import health
 
 jobs = synthesis.JobViewSet
+lexicons = LexiconViewSet
 staff_sign_in = throttled("admin-login", ("ip", "TTS_LOGIN_RATE"), (posted("username"), "TTS_LOGIN_ACCOUNT_RATE"))(
     admin.site.login
 )
@@ -36,6 +38,12 @@ v1 = [
     path("jobs/<uuid:job_id>/captions", jobs.as_view({"get": "captions"}), name="job-captions"),
     path("jobs/<uuid:job_id>/cancel", jobs.as_view({"post": "cancel"}), name="job-cancel"),
     path("jobs/<uuid:job_id>/stream", synthesis.job_stream, name="job-stream"),
+    path("lexicons", lexicons.as_view({"get": "list", "post": "create"}), name="lexicons"),
+    path(
+        "lexicons/<str:lexicon_id>",
+        lexicons.as_view({"get": "retrieve", "patch": "partial_update", "delete": "destroy"}),
+        name="lexicon",
+    ),
     path("keys", ApiKeyViewSet.as_view({"get": "list", "post": "create"}), name="keys"),
     path("keys/<str:key_id>", ApiKeyViewSet.as_view({"get": "retrieve", "delete": "destroy"}), name="key"),
     path("webhooks/secret", WebhookSecretViewSet.as_view({"get": "retrieve"}), name="webhook-secret"),

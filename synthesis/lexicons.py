@@ -1,0 +1,195 @@
+"""/v1/lexicons: an organization's pronunciation lexicons (create, list, read, change, delete), and
+`entries_for`, which resolves the lexicons a request names (and the organization's defaults) into
+the entries `synthesis.lexicon.apply` uses. Any key of the organization may manage them."""
+
+from __future__ import annotations
+
+import re
+
+from django.db import IntegrityError, transaction
+from django.db.models import Q
+from drf_spectacular.utils import extend_schema, extend_schema_view
+from rest_framework import mixins, serializers, status
+from rest_framework.response import Response
+
+from accounts.tenancy import TenantScopedViewSet, scoped
+from billing.limits import limits_for
+from tts_saas.errors import ApiError, error_responses, validation_error
+
+from .lexicon import Entry, merged, problem
+from .models import Lexicon
+
+MAX_LEXICONS = 100  # per organization
+MAX_PER_REQUEST = 8  # lexicons one request may name
+LEXICON_ID = re.compile(r"lex_[0-9a-f]{16}")
+
+
+def entries_of(lexicon: Lexicon) -> list[Entry]:
+    return [Entry(e["text"], e["alias"], bool(e.get("case_sensitive", False))) for e in lexicon.entries]
+
+
+def entries_for(organization, ids: list[str]) -> list[Entry]:
+    """The entries a request applies: its lexicons in the order named, then the organization's
+    default ones (oldest first); the first entry for a text wins. An id not of this organization
+    is refused (400), whether it exists elsewhere or not."""
+    found = {
+        lexicon.id: lexicon
+        for lexicon in scoped(Lexicon, organization).filter(Q(pk__in=ids) | Q(is_default=True)).order_by("created_at")
+    }
+    for lexicon_id in ids:
+        if lexicon_id not in found:
+            raise ApiError(400, f"No lexicon '{lexicon_id}' in this organization.", "invalid_value", "lexicons")
+    named = [found[i] for i in dict.fromkeys(ids)]
+    defaults = [lexicon for lexicon in found.values() if lexicon.is_default and lexicon.id not in ids]
+    return merged(entries_of(lexicon) for lexicon in named + defaults)
+
+
+class StrictSerializer(serializers.Serializer):
+    """Refuses fields it does not know, naming the first (as the speech body does)."""
+
+    def to_internal_value(self, data):
+        if isinstance(data, dict):
+            unknown = [name for name in data if name not in self.fields]
+            if unknown:
+                raise serializers.ValidationError(
+                    {unknown[0]: [f"Unknown parameter: '{unknown[0]}'."]}, code="unknown_parameter"
+                )
+        return super().to_internal_value(data)
+
+
+class LexiconEntrySerializer(StrictSerializer):
+    text = serializers.CharField(max_length=100, trim_whitespace=False, help_text="The word or phrase, whole words.")
+    alias = serializers.CharField(max_length=200, trim_whitespace=False, help_text="What is read instead.")
+    case_sensitive = serializers.BooleanField(default=False, help_text="false: matches in any case.")
+
+    def validate(self, attrs):
+        reason = problem(attrs["text"], attrs["alias"])
+        if reason:
+            raise serializers.ValidationError(reason)
+        return attrs
+
+
+class LexiconWriteSerializer(StrictSerializer):
+    name = serializers.CharField(max_length=100)
+    entries = LexiconEntrySerializer(many=True, required=False)
+    is_default = serializers.BooleanField(
+        required=False, help_text="Applied to every request of the organization, after the lexicons it names."
+    )
+
+    def validate_entries(self, entries: list[dict]) -> list[dict]:
+        # (In a PATCH the nested defaults are not filled in: case_sensitive may be missing.)
+        entries = [{**entry, "case_sensitive": entry.get("case_sensitive", False)} for entry in entries]
+        seen: dict[str, int] = {}
+        for i, entry in enumerate(entries):
+            key = Entry(entry["text"], entry["alias"], entry["case_sensitive"]).key()
+            if key in seen:
+                raise serializers.ValidationError(f"entries[{i}]: '{entry['text']}' repeats entries[{seen[key]}].")
+            seen[key] = i
+        return entries
+
+
+class LexiconSerializer(serializers.ModelSerializer):
+    object = serializers.SerializerMethodField()
+    entries = LexiconEntrySerializer(many=True)
+
+    class Meta:
+        model = Lexicon
+        fields = ["id", "object", "name", "is_default", "entries", "created_at", "updated_at"]
+
+    def get_object(self, lexicon) -> str:
+        return "lexicon"
+
+
+class LexiconListSerializer(serializers.Serializer):
+    object = serializers.CharField(default="list")
+    data = LexiconSerializer(many=True)
+
+
+class DeletedSerializer(serializers.Serializer):
+    id = serializers.CharField()
+    object = serializers.CharField()
+    deleted = serializers.BooleanField()
+
+
+NO_LEXICON = {404: "No lexicon with that id in this organization."}
+WRITE_ERRORS = {
+    400: "The request body is not valid.",
+    403: "The plan's limit on lexicon entries (or on lexicons) is reached.",
+    409: "Another lexicon of the organization has that name.",
+}
+
+
+@extend_schema_view(
+    list=extend_schema(responses={200: LexiconListSerializer}),
+    create=extend_schema(
+        request=LexiconWriteSerializer, responses={201: LexiconSerializer, **error_responses(WRITE_ERRORS)}
+    ),
+    retrieve=extend_schema(responses={200: LexiconSerializer, **error_responses(NO_LEXICON)}),
+    partial_update=extend_schema(
+        request=LexiconWriteSerializer(partial=True),
+        responses={200: LexiconSerializer, **error_responses({**WRITE_ERRORS, **NO_LEXICON})},
+    ),
+    destroy=extend_schema(responses={200: DeletedSerializer, **error_responses(NO_LEXICON)}),
+)
+class LexiconViewSet(mixins.RetrieveModelMixin, TenantScopedViewSet):
+    """Pronunciation lexicons: `text → alias` entries, used by requests that name them in
+    `lexicons` and by every request when `is_default`."""
+
+    model = Lexicon
+    serializer_class = LexiconSerializer
+    lookup_url_kwarg = "lexicon_id"
+
+    def get_object(self) -> Lexicon:
+        lexicon_id = self.kwargs.get(self.lookup_url_kwarg, "")
+        lexicon = self.get_queryset().filter(pk=lexicon_id).first() if LEXICON_ID.fullmatch(lexicon_id) else None
+        if lexicon is None:
+            raise ApiError(404, f"No lexicon '{lexicon_id[:40]}' in this organization.", "not_found")
+        return lexicon
+
+    def list(self, request):
+        return Response({"object": "list", "data": LexiconSerializer(self.get_queryset(), many=True).data})
+
+    def create(self, request):
+        return self._save(Lexicon(organization=request.user.organization), request.data, partial=False)
+
+    def partial_update(self, request, lexicon_id=None):
+        return self._save(self.get_object(), request.data, partial=True)
+
+    def destroy(self, request, lexicon_id=None):
+        lexicon = self.get_object()
+        lexicon.delete()
+        return Response({"id": lexicon_id, "object": "lexicon", "deleted": True})
+
+    def _save(self, lexicon: Lexicon, body, partial: bool) -> Response:
+        incoming = LexiconWriteSerializer(data=body, partial=partial)
+        if not incoming.is_valid():
+            raise validation_error(incoming.errors)
+        data = incoming.validated_data
+        org = lexicon.organization
+        creating = lexicon._state.adding
+        with transaction.atomic():
+            others = scoped(Lexicon, org).select_for_update().exclude(pk=lexicon.pk)
+            others = list(others)  # locks the organization's lexicons: limits are checked once at a time
+            if creating and len(others) >= MAX_LEXICONS:
+                raise ApiError(403, f"An organization keeps at most {MAX_LEXICONS} lexicons.", "plan_limit_reached")
+            if "entries" in data:
+                limit = limits_for(org).max_lexicon_entries
+                total = sum(len(other.entries) for other in others) + len(data["entries"])
+                if total > limit:
+                    raise ApiError(
+                        403,
+                        f"Your plan allows {limit} lexicon entries in all; this would make {total}.",
+                        "plan_limit_reached",
+                        "entries",
+                    )
+                lexicon.entries = [dict(entry) for entry in data["entries"]]
+            for field in ("name", "is_default"):
+                if field in data:
+                    setattr(lexicon, field, data[field])
+            try:
+                with transaction.atomic():
+                    lexicon.save()
+            except IntegrityError:
+                raise ApiError(409, f"A lexicon named '{lexicon.name}' exists already.", "name_taken", "name") from None
+        code = status.HTTP_201_CREATED if creating else status.HTTP_200_OK
+        return Response(LexiconSerializer(lexicon).data, status=code)
