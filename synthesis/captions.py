@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 
+from inference.text import TAG
+
 FORMATS = ("json", "srt", "vtt")
 CONTENT_TYPES = {"json": "application/json", "srt": "application/x-subrip", "vtt": "text/vtt"}
 
@@ -58,8 +60,9 @@ def vtt(captions: Iterable[Caption]) -> str:
 
 
 def _cue_text(text: str) -> str:
-    # A blank line ends a cue in both formats, and "-->" would read as a timing line in WebVTT.
-    return " ".join(text.split()).replace("-->", "->")
+    # Inline control tags ([laugh], [uv_break]) are not words to show; a blank line ends a cue in
+    # both formats, and "-->" would read as a timing line in WebVTT.
+    return " ".join(TAG.sub(" ", text).split()).replace("-->", "->")
 
 
 def _vtt_escape(text: str) -> str:

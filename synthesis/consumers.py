@@ -30,7 +30,7 @@ from tts_saas.redis import get_async_redis
 from tts_saas.request_id import new_request_id
 from tts_saas.threads import in_thread
 
-from . import audio, connections, protocol, streams
+from . import audio, connections, protocol
 from .feed import JobAudioFeed
 from .models import Job
 from .operations import WS_CONNECTIONS
@@ -42,6 +42,8 @@ from .textstream import TextStream, TextStreamError
 logger = logging.getLogger(__name__)
 
 MAX_PENDING = 16
+SLOT_WAIT_SECONDS = 10  # tts.v2: how long a piece waits for one of the organization's concurrency slots
+MAX_UNSPOKEN_PER_CONNECTION = 32_768  # tts.v2: text received and not yet spoken, all utterances together
 FRAME_BYTES = 32 * 1024
 SLOW_CLIENT = 4008
 UNAUTHORIZED = 4401  # at connect; later: the key was revoked or expired, the member removed
@@ -172,12 +174,14 @@ class SpeechStreamConsumer(AsyncWebsocketConsumer):
                         protocol.error("too_many_pending", f"At most {MAX_PENDING} utterances may wait.", message.id)
                     )
                 if isinstance(message, protocol.Begin):
-                    if message.id in self.text_streams:
+                    if message.id in self.text_streams:  # open, waiting or being spoken
                         return self._emit(
-                            protocol.error("duplicate_id", f"Utterance {message.id!r} is still open.", message.id)
+                            protocol.error("duplicate_id", f"Utterance {message.id!r} is not over yet.", message.id)
                         )
                     self.text_streams[message.id] = TextStream(message.id, message.speech)
                     self.pending.put_nowait((message.id, self.text_streams[message.id]))
+                    if not message.text:
+                        return
                     message = protocol.TextDelta(message.id, message.text)
                 else:
                     self.pending.put_nowait((message.id, message))
@@ -191,28 +195,38 @@ class SpeechStreamConsumer(AsyncWebsocketConsumer):
     def _text(self, message) -> None:
         """tts.v2: text, flush and close of an utterance whose text is coming."""
         stream = self.text_streams.get(message.id)
-        if stream is None:
+        if stream is None or stream.closed:
             return self._emit(protocol.error("not_found", f"No open utterance {message.id!r}.", message.id))
         try:
             match message:
                 case protocol.TextDelta():
+                    waiting = sum(s.unspoken for s in self.text_streams.values())
+                    if waiting + len(message.delta) > MAX_UNSPOKEN_PER_CONNECTION:
+                        raise TextStreamError(
+                            "text_buffer_full",
+                            f"At most {MAX_UNSPOKEN_PER_CONNECTION} characters may wait to be spoken on a "
+                            "connection; send less at a time.",
+                        )
                     stream.add(message.delta)
                 case protocol.Flush():
                     stream.flush()
                 case protocol.CloseText():
                     stream.close()
-                    del self.text_streams[message.id]
         except TextStreamError as exc:
             self._emit(protocol.error(exc.code, exc.message, message.id))
 
     async def _cancel(self, utterance) -> None:
-        stream = self.text_streams.pop(utterance, None) if isinstance(utterance, str) else None
-        if stream is not None:  # its text ends here; what is generating stops below
+        """Stop an utterance: a text stream's unspoken text is dropped at once, whatever its state;
+        the job being generated for the running one is stopped unless others listen to it (an
+        identical request), in which case this connection just stops reading it."""
+        stream = self.text_streams.get(utterance) if isinstance(utterance, str) else None
+        if stream is not None:
             stream.cancel()
-        if self.current and self.current["id"] == utterance and (self.current.get("job_id") or stream):
-            self.current["cancelled"] = True
-            if self.current.get("job_id"):
-                await streams.arequest_cancel(self.current["job_id"])
+        current = self.current
+        if current and current["id"] == utterance and (current.get("job_id") or stream is not None):
+            current["cancelled"] = True
+            if current.get("job_id"):
+                await abandon(current["job_id"])
         elif stream is None:
             self._emit(protocol.error("not_found", f"No utterance {utterance!r} is running.", utterance))
 
@@ -301,6 +315,8 @@ class SpeechStreamConsumer(AsyncWebsocketConsumer):
         own = encoder is None
         encoder = encoder or audio.StreamEncoder(fmt)
         async for pcm in feed.chunks():
+            if self.current and self.current.get("cancelled"):  # a follower stops reading; the job goes on
+                break
             frame = encoder.feed(pcm)
             if frame:
                 self._emit(frame)
@@ -310,6 +326,8 @@ class SpeechStreamConsumer(AsyncWebsocketConsumer):
 
     async def _send_pcm(self, pcm16: bytes, encoder: audio.StreamEncoder) -> None:
         for start in range(0, len(pcm16), FRAME_BYTES):
+            if self.current and self.current.get("cancelled"):
+                return
             await self._room_for(FRAME_BYTES)  # a large hit goes out as fast as the client reads
             frame = encoder.feed(pcm16[start : start + FRAME_BYTES])
             if frame:
@@ -317,62 +335,108 @@ class SpeechStreamConsumer(AsyncWebsocketConsumer):
 
     async def _speak_stream(self, stream: TextStream) -> None:
         """tts.v2: speak an utterance's text as it comes, piece by piece (each complete sentence or
-        flush), in order, with one voice and seed, as one continuous audio stream. Each piece is a
-        request billed for its characters; the utterance counts once against the rate limit."""
+        flush, or the backlog of them), in order, with one voice and seed, as one continuous audio
+        stream. Each piece is a request of its own (quota, plan limits, billing); the utterance
+        counts once against the rate limit."""
         current = self.current
         assert current is not None
         try:
+            if stream.cancelled:  # cancelled while it waited: nothing was said
+                self._emit(protocol.end(stream.id, cancelled=True, characters=0))
+                return
             await self._speak_pieces(stream, current)
         finally:
-            self.text_streams.pop(stream.id, None)  # later text for it is refused
+            if self.text_streams.get(stream.id) is stream:
+                del self.text_streams[stream.id]
 
     async def _speak_pieces(self, stream: TextStream, current: dict) -> None:
         utterance, fmt = stream.id, stream.speech["response_format"]
-        speech = {**stream.speech, "seed": stream.speech.get("seed")}
-        if speech["seed"] is None:  # one seed for every piece: the same voice throughout
+        speech = dict(stream.speech)
+        drawn = speech.get("seed") is None
+        if drawn:  # one seed for every piece: the same voice throughout
             speech["seed"] = secrets.randbelow(2**31)
         request_id = new_request_id()
-        await in_thread(meter)(self.principal)
+        limits, _ = await in_thread(meter)(self.principal)
         self._emit(protocol.start(utterance, fmt, cached=False, request_id=request_id))
         encoder = audio.StreamEncoder(fmt)
-        samples = characters = 0
-        segments: list[dict] = []
-        while not current.get("cancelled") and (piece := await stream.next_piece()) is not None:
-            limits = await in_thread(limits_for)(self.principal.organization)
-            result = await speak(self.principal, limits, {**speech, "input": piece}, request_id)
-            if samples:  # between two pieces, the pause between two sentences
-                await self._send_pcm(to_pcm16(pause()), encoder)
-                samples += len(pause())
-            if isinstance(result, CachedSpeech):
-                await self._send_pcm(result.pcm16, encoder)
-                piece_samples, captions = len(result.pcm16) // 2, result.captions
-            else:
-                if not getattr(result, "shared", False):
-                    current["job_id"] = result.job_id
-                await self._pipe(result, fmt, encoder)
-                current.pop("job_id", None)
-                piece_samples, captions = result.samples, result.captions
-            offset = samples / audio.SAMPLE_RATE
-            segments += [
-                {"text": c.text, "start": round(c.start + offset, 3), "end": round(c.end + offset, 3)} for c in captions
-            ]
-            samples += piece_samples
-            characters += len(piece)
+        spoken = {"samples": 0, "characters": 0, "segments": []}
+        error: ApiError | None = None
+        try:
+            while not current.get("cancelled"):
+                piece = await stream.take(limits.max_input_chars)
+                if piece is None or current.get("cancelled"):
+                    break
+                if not await self._still_allowed(utterance):  # the key revoked mid-utterance: closed
+                    return
+                limits = await in_thread(limits_for)(self.principal.organization)
+                data = {**speech, "input": piece}
+                await self._speak_piece(data, limits, drawn, request_id, encoder, current, spoken)
+        except ApiError as exc:  # a piece was refused or failed: end here, saying what was spoken
+            if not current.get("cancelled"):  # (a cancel stops the job, whose feed then says so)
+                error = exc
         tail = encoder.finish()
         if tail:
             self._emit(tail)
+        if error is not None:
+            self._emit(protocol.error(error.code or "error", error.message, utterance))
         if stream.cancelled or current.get("cancelled"):
-            self._emit(protocol.end(utterance, cancelled=True, characters=characters))
+            self._emit(protocol.end(utterance, cancelled=True, characters=spoken["characters"]))
             return
+        fields = {"incomplete": True} if error is not None else {}
         self._emit(
             protocol.end(
                 utterance,
-                characters=characters,
-                audio_seconds=round(samples / audio.SAMPLE_RATE, 3),
+                characters=spoken["characters"],
+                audio_seconds=round(spoken["samples"] / audio.SAMPLE_RATE, 3),
                 seed=speech["seed"],
-                segments=segments,
+                segments=spoken["segments"],
+                **fields,
             )
         )
+
+    async def _speak_piece(self, data, limits, drawn, request_id, encoder, current, spoken) -> None:
+        """One piece of a text stream: generated (or cached), its audio after the pause between two
+        sentences, its captions moved to where it falls in the utterance."""
+        # A drawn seed is this utterance's, not the client's: its pieces are not cached.
+        deadline = time.monotonic() + SLOT_WAIT_SECONDS
+        while True:
+            try:
+                result = await speak(self.principal, limits, data, request_id, cacheable=not drawn)
+                break
+            except ApiError as exc:
+                # The organization's concurrency cap is full (an earlier piece's job settling, the
+                # organization's other requests): a sentence mid-reply waits a little for a slot.
+                if exc.code != "too_many_concurrent_requests" or time.monotonic() > deadline:
+                    raise
+                await asyncio.sleep(0.25)
+                if current.get("cancelled"):
+                    return
+        if current.get("cancelled"):  # cancelled while the piece was admitted
+            if not isinstance(result, CachedSpeech) and not getattr(result, "shared", False):
+                await abandon(result.job_id)
+            return
+        if spoken["samples"]:
+            await self._send_pcm(to_pcm16(pause()), encoder)
+            spoken["samples"] += len(pause())
+        if isinstance(result, CachedSpeech):
+            await self._send_pcm(result.pcm16, encoder)
+            samples, captions = len(result.pcm16) // 2, result.captions
+        else:
+            if not getattr(result, "shared", False):  # a shared job is not this utterance's to stop
+                current["job_id"] = result.job_id
+            try:
+                await self._pipe(result, data["response_format"], encoder)
+            finally:
+                current.pop("job_id", None)
+            if current.get("cancelled"):  # cut short: its job bills the segments it finished
+                return
+            samples, captions = result.samples, result.captions
+        offset = spoken["samples"] / audio.SAMPLE_RATE
+        spoken["segments"] += [
+            {"text": c.text, "start": round(c.start + offset, 3), "end": round(c.end + offset, 3)} for c in captions
+        ]
+        spoken["samples"] += samples
+        spoken["characters"] += len(data["input"])
 
     async def _speak(self, message: protocol.Synthesize) -> None:
         utterance, data = message.id, message.speech
@@ -392,6 +456,9 @@ class SpeechStreamConsumer(AsyncWebsocketConsumer):
                 self.current["job_id"] = result.job_id  # type: ignore[index]
             self._emit(protocol.start(utterance, fmt, cached=False, job_id=result.job_id, request_id=request_id))
             await self._pipe(result, fmt)
+            if self.current and self.current.get("cancelled"):  # stopped reading (others listen on)
+                self._emit(protocol.end(utterance, cancelled=True))
+                return
             samples, segments = result.samples, result.captions
         self._emit(
             protocol.end(

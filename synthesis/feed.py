@@ -114,6 +114,7 @@ class JobAudioFeed:
                         headers={"Retry-After": "1"},
                     )
                 began, began_at, run_deadline, starting, checked_expiry = now, time.time(), None, False, False
+                self.captions = []  # the new run's segments come again
             elif event.type == "error":
                 raise ApiError(int(event.text("status", "500")), event.text("message"), event.text("code"))
 

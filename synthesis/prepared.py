@@ -85,7 +85,7 @@ def enforce_plan_limits(limits: Limits, data: dict) -> None:
         )
 
 
-def prepare_speech(data: dict, organization) -> PreparedSpeech:
+def prepare_speech(data: dict, organization, cacheable: bool = True) -> PreparedSpeech:
     """Split the text, apply the organization's pronunciation lexicons to each segment and fix
     every generation parameter (database and CPU work: call in a thread)."""
     try:
@@ -101,7 +101,7 @@ def prepare_speech(data: dict, organization) -> PreparedSpeech:
     seed = data.get("seed")
     if seed is None and settings.TTS_DEFAULT_SEED != "":
         seed = int(settings.TTS_DEFAULT_SEED)
-    cacheable = seed is not None
+    cacheable = cacheable and seed is not None
     if seed is None:
         seed = secrets.randbelow(2**31)
     params = SynthesisParams(

@@ -106,7 +106,9 @@ def parse(text: str, default_id: str = "u1", version: str = PROTOCOL) -> Message
         return Cancel(utterance)
     if version == TEXT_STREAMING:
         if kind == "begin":
-            return _begin(message, str(utterance or default_id))
+            if not isinstance(utterance, str) or not utterance:
+                raise ProtocolError("required", "id: a begin message names its utterance (a string).")
+            return _begin(message, utterance)
         if kind in ("text", "flush") or (kind == "close" and utterance is not None):
             if not isinstance(utterance, str) or not utterance:
                 raise ProtocolError("required", f"id: a {kind} message names its utterance.")
@@ -147,7 +149,8 @@ def _begin(message: dict, utterance: str) -> Begin:
 
 
 def _validated(body: dict, message: dict, utterance: str) -> dict:
-    body["response_format"] = message.get("format", "pcm")
+    if "format" in message or "output_format" not in message:  # the protocol's default: pcm
+        body["response_format"] = message.get("format", "pcm")
     serializer = SpeechRequestSerializer(data=body)
     if not serializer.is_valid():
         error = validation_error(serializer.errors)

@@ -122,14 +122,20 @@ async def admit_job(
 
 
 async def speak(
-    principal: Principal, limits: Limits, data: dict, request_id: str, idempotency_key: str = ""
+    principal: Principal,
+    limits: Limits,
+    data: dict,
+    request_id: str,
+    idempotency_key: str = "",
+    cacheable: bool = True,
 ) -> CachedSpeech | JobAudioFeed:
     """A speech request: the whole audio at once from the cache, or a live feed of the job.
     With an Idempotency-Key the request always runs as a job (so that a retry replays that job's
-    audio, billed once), never from the cache."""
+    audio, billed once), never from the cache. `cacheable=False`: a seed the server drew, not the
+    client's, so the audio is neither looked up nor kept."""
     started = time.monotonic()
     enforce_plan_limits(limits, data)
-    speech = await in_thread(prepare_speech)(data, principal.organization)
+    speech = await in_thread(prepare_speech)(data, principal.organization, cacheable)
 
     async def from_cache(count: bool = True) -> CachedSpeech | None:
         entry = await lookup_cache(principal.organization.pk, speech, count=count)

@@ -32,3 +32,7 @@ def test_vtt_has_its_header_dot_milliseconds_and_escapes():
 def test_json_keeps_every_segment():
     assert render(CUES, "json") == {"segments": [c.as_dict() for c in CUES]}
     assert Caption.from_dict(CUES[0].as_dict()) == CUES[0]
+
+
+def test_cues_leave_out_inline_control_tags():
+    assert srt([Caption("Hello [laugh] there [uv_break] friend.", 0.0, 1.0)]).split("\n")[2] == "Hello there friend."
