@@ -42,6 +42,7 @@ class JobAudioFeed:
         self.after = after
         self.end: dict[str, str] = {}
         self.samples = 0
+        self.chunks_read = 0  # audio events passed on: the next one's `seq`
         self.captions: list[Caption] = []
 
     async def _waited_too_long(self, began: float, began_at: float) -> ApiError | None:
@@ -89,9 +90,12 @@ class JobAudioFeed:
                     raise ApiError(503, "Synthesis did not finish in time.", "synthesis_timeout")
                 continue
             self.after = event.id
-            if event.type == "start":
+            if event.type in ("start", "audio", "segment"):  # the run goes on: the deadline moves
                 run_deadline = now + settings.CELERY_TASK_TIME_LIMIT + 5
-            elif event.type == "audio":
+            if event.type == "audio":
+                if int(event.text("seq", "0")) != self.chunks_read:
+                    raise self.truncated()
+                self.chunks_read += 1
                 self.samples += len(event.fields["pcm"]) // 2
                 yield event.fields["pcm"]
             elif event.type == "segment":
@@ -115,8 +119,20 @@ class JobAudioFeed:
                     )
                 began, began_at, run_deadline, starting, checked_expiry = now, time.time(), None, False, False
                 self.captions = []  # the new run's segments come again
+                self.chunks_read = 0
             elif event.type == "error":
                 raise ApiError(int(event.text("status", "500")), event.text("message"), event.text("code"))
+
+    def truncated(self) -> ApiError:
+        """The events before the ones read were trimmed (a long job's stream keeps its last
+        TTS_STREAM_MAX_EVENTS): this reader cannot have the audio from its start."""
+        return ApiError(
+            410,
+            "The beginning of this job's audio is no longer in its stream (a long job's stream keeps its last "
+            f"~{settings.TTS_STREAM_MAX_EVENTS // 2 // 60} minutes). The whole file is at "
+            f"/v1/jobs/{self.job_id}/audio once the job has succeeded.",
+            "stream_truncated",
+        )
 
     async def check_not_expired(self) -> None:
         """A finished job whose event stream is gone (kept TTS_STREAM_TTL) has nothing to replay:

@@ -56,6 +56,13 @@ def lease_seconds(interactive: bool) -> float:
     return queue_deadline(interactive) + settings.CELERY_TASK_TIME_LIMIT + 30
 
 
+def run_limit(job: Job) -> float:
+    """Seconds a job may run before it is stopped: the task's soft limit, or for an asynchronous
+    job TTS_JOB_SECONDS_PER_CHAR a character of its input when that is more (a long text)."""
+    soft = settings.CELERY_TASK_SOFT_TIME_LIMIT
+    return soft if job.interactive else max(soft, job.characters * settings.TTS_JOB_SECONDS_PER_CHAR)
+
+
 def request_digest(data: dict) -> str:
     """What an Idempotency-Key is bound to: a hash of the request body."""
     return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()

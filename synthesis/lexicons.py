@@ -8,7 +8,7 @@ import re
 
 from django.db import IntegrityError, transaction
 from django.db.models import Q
-from drf_spectacular.utils import extend_schema, extend_schema_view
+from drf_spectacular.utils import extend_schema, extend_schema_serializer, extend_schema_view
 from rest_framework import mixins, serializers, status
 from rest_framework.response import Response
 
@@ -100,8 +100,9 @@ class LexiconSerializer(serializers.ModelSerializer):
         return "lexicon"
 
 
+@extend_schema_serializer(many=False)  # the whole body, though the action is a list
 class LexiconListSerializer(serializers.Serializer):
-    object = serializers.CharField(default="list")
+    object = serializers.ChoiceField(choices=["list"])
     data = LexiconSerializer(many=True)
 
 

@@ -9,7 +9,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from . import streams, workers
-from .jobs import LOST_MESSAGE, expire_job, fail_job, queue_deadline, requeue_lost_job
+from .jobs import LOST_MESSAGE, expire_job, fail_job, queue_deadline, requeue_lost_job, run_limit
 from .models import Job
 
 logger = logging.getLogger(__name__)
@@ -19,9 +19,12 @@ def reap_stale_jobs(now: datetime | None = None) -> dict[str, int]:
     """Settle jobs whose worker died (running past the hard time limit) or that no worker took in
     their time, so that their reservations are refunded and their slots freed."""
     now = now or timezone.now()
-    lost_before = now - timedelta(seconds=settings.CELERY_TASK_TIME_LIMIT + 60)
+    grace = settings.CELERY_TASK_TIME_LIMIT - settings.CELERY_TASK_SOFT_TIME_LIMIT + 60
+    lost_before = now - timedelta(seconds=settings.CELERY_TASK_SOFT_TIME_LIMIT + grace)
     counts = {"lost": 0, "expired": 0}
     for job in Job.objects.filter(status=Job.Status.RUNNING, started_at__lt=lost_before):
+        if job.started_at and job.started_at > now - timedelta(seconds=run_limit(job) + grace):
+            continue  # a long asynchronous job still within its time
         if fail_job(job, 503, "worker_lost", "The worker stopped mid-job."):
             counts["lost"] += 1
     for job in Job.objects.filter(status=Job.Status.QUEUED):

@@ -66,12 +66,15 @@ def check_format(limits: Limits, fmt: str, param: str) -> None:
         )
 
 
-def enforce_plan_limits(limits: Limits, data: dict) -> None:
-    """Refuse what the organization's plan does not include: input length, format, voice."""
-    if len(data["input"]) > limits.max_input_chars:
+def enforce_plan_limits(limits: Limits, data: dict, job: bool = False) -> None:
+    """Refuse what the organization's plan does not include: input length (per request, or per
+    asynchronous `job`), format, voice."""
+    most, what = (limits.max_job_chars, "job") if job else (limits.max_input_chars, "request")
+    if len(data["input"]) > most:
+        hint = " Longer texts go to POST /v1/jobs." if not job and limits.max_job_chars > most else ""
         raise ApiError(
             400,
-            f"Input is {len(data['input'])} characters; your plan allows {limits.max_input_chars} per request.",
+            f"Input is {len(data['input'])} characters; your plan allows {most} per {what}.{hint}",
             "string_above_max_length",
             "input",
         )

@@ -144,14 +144,23 @@ class InstructionsLengthValidator(MaxLengthValidator):
         super().__init__(MAX_INSTRUCTIONS)
 
 
+class JobInputLengthValidator(InputLengthValidator):
+    """At most TTS_MAX_JOB_CHARS characters: an asynchronous job's input (plans set less)."""
+
+    def __init__(self):
+        MaxLengthValidator.__init__(self, lambda: settings.TTS_MAX_JOB_CHARS)
+
+
 class InputField(StrictCharField):
     """The text to speak: something not whitespace, at most TTS_MAX_INPUT_CHARS characters. Blank
     is refused like any other invalid value (DRF's own refusal has a code of its own, "blank")."""
 
     not_blank = RegexValidator(r"\S", "Input must not be empty.")
 
+    length = InputLengthValidator
+
     def __init__(self, **kwargs):
-        super().__init__(trim_whitespace=False, validators=[self.not_blank, InputLengthValidator()], **kwargs)
+        super().__init__(trim_whitespace=False, validators=[self.not_blank, self.length()], **kwargs)
 
     def run_validation(self, data=empty):
         if data == "":
@@ -278,8 +287,13 @@ class SpeechRequestSerializer(serializers.Serializer):
         return super().to_internal_value(data)
 
 
+class JobInputField(InputField):
+    length = JobInputLengthValidator
+
+
 @extend_schema_serializer(component_name="Job")  # a request body: documented as JobRequest
 class JobRequestSerializer(SpeechRequestSerializer):
+    input = JobInputField(help_text="Text; inline tags like [laugh]. Up to the plan's characters per job.")
     callback_url = serializers.URLField(required=False, default="", allow_blank=True, max_length=2000)
 
     def validate_callback_url(self, value: str) -> str:

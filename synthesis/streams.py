@@ -32,10 +32,12 @@ class Event:
 
 
 def publish(job_id, event_type: str, **fields) -> None:
+    """Append an event to the job's stream, which keeps its last TTS_STREAM_MAX_EVENTS (Redis trims
+    the oldest, approximately: a long job's beginning is in its stored file, not in its stream)."""
     key = stream_key(job_id)
     data = {"type": event_type, **{k: v if isinstance(v, bytes) else str(v) for k, v in fields.items()}}
     pipe = get_redis().pipeline(transaction=False)
-    pipe.xadd(key, data)
+    pipe.xadd(key, data, maxlen=settings.TTS_STREAM_MAX_EVENTS, approximate=True)
     pipe.expire(key, settings.TTS_STREAM_TTL)
     pipe.execute()
 

@@ -393,7 +393,7 @@ class JobViewSet(mixins.RetrieveModelMixin, TenantScopedViewSet):
         key = request.headers.get("Idempotency-Key", "")[:255]
         digest = request_digest({**data, "callback_url": callback_url})
         principal, limits = request.user, limits_for(request.user.organization)
-        enforce_plan_limits(limits, data)
+        enforce_plan_limits(limits, data, job=True)
         speech = prepare_speech(data, principal.organization)
         how = Submission(interactive=False, callback_url=callback_url, idempotency_key=key, request_hash=digest)
         job = async_to_sync(admit_job)(principal, limits, speech, request._request.request_id, how)

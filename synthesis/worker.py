@@ -7,27 +7,33 @@ here too."""
 from __future__ import annotations
 
 import logging
+import shutil
+import tempfile
 import time
 
 import numpy as np
 from django.conf import settings
-from django.core.files.base import ContentFile
+from django.core.files import File
 from django.utils import timezone
 
+from billing import concurrency
 from inference.batch import BatchRow
 from inference.engine import SynthesisParams, pause, to_pcm16
 from inference.text import SAMPLE_RATE, normalize_segment, token_budget
 
 from . import cache, capacity, streams, worker_metrics
-from .audio import encode, output_format
+from .audio import StreamEncoder, output_format, wav_header
 from .captions import Caption
-from .jobs import fail_job, settle_job
+from .jobs import fail_job, run_limit, settle_job
 from .models import Job
 
 logger = logging.getLogger(__name__)
 
 STOP_CHECK_SECONDS = 0.2  # how often a running job looks for a cancel request
 PROGRESS_SECONDS = 0.5  # how often a busy worker says so (waiting requests then keep waiting)
+LEASE_RENEW_SECONDS = 60  # how often a running job holds its concurrency slot for another run limit
+SPOOL_BYTES = 16 * 1024 * 1024  # a job's audio beyond this waits in a temporary file, not in memory
+BLOCK_BYTES = 1024 * 1024  # read back and encoded this much at a time
 
 
 class JobRun:
@@ -46,7 +52,8 @@ class JobRun:
         self.ended: set[int] = set()  # segments whose row is over (completed or stopped)
         self.playing = 0  # the segment whose audio is published now
         self.held: dict[int, list[np.ndarray]] = {}  # audio of later segments, waiting their turn
-        self.parts: list[bytes] = []
+        self.pcm = tempfile.SpooledTemporaryFile(max_size=SPOOL_BYTES)  # the audio published, in order
+        self.chunks = 0  # audio events published (each one's `seq`)
         self.position = 0  # samples published
         self.starts: dict[int, int] = {}  # segment -> its first sample
         self.captions: list[Caption] = []  # the segments closed so far, in order
@@ -55,6 +62,7 @@ class JobRun:
         self.finished = False
         self._stop_checked = 0.0
         self._progress_at = 0.0
+        self._lease_at = time.monotonic()
         self._opened: set[int] = set()  # segments whose audio has begun
         streams.publish(job.id, "start", model_version=model_version)
         if job.started_at is not None:
@@ -119,7 +127,7 @@ class JobRun:
             self._stop_checked = now
             if streams.cancel_requested(self.job.id, self.job.attempts):
                 self.cancelled = True
-            elif now - self.started > settings.CELERY_TASK_SOFT_TIME_LIMIT:
+            elif now - self.started > run_limit(self.job):
                 self.fail(503, "synthesis_timeout", "Synthesis ran past its time limit.")
         return self.cancelled or self.finished
 
@@ -144,18 +152,51 @@ class JobRun:
         streams.publish(self.job.id, "segment", index=segment, **caption.as_dict())
 
     def _publish_pcm(self, pcm: bytes) -> None:
-        if not self.parts:
+        if not self.chunks:
             worker_metrics.FIRST_AUDIO.observe((timezone.now() - self.job.created_at).total_seconds())
-        streams.publish(self.job.id, "audio", seq=len(self.parts), pcm=pcm)
-        self.parts.append(pcm)
+        streams.publish(self.job.id, "audio", seq=self.chunks, pcm=pcm)
+        self.pcm.write(pcm)
+        self.chunks += 1
         self.position += len(pcm) // 2
-        if time.monotonic() - self._progress_at > PROGRESS_SECONDS:
+        now = time.monotonic()
+        if now - self._progress_at > PROGRESS_SECONDS:
             capacity.note_progress()
-            self._progress_at = time.monotonic()
+            self._progress_at = now
+        if self.job.lease and now - self._lease_at > LEASE_RENEW_SECONDS:
+            # A long job outlives the slot's first lease (its wait and one task limit): hold it on.
+            concurrency.extend(self.org_id, self.job.lease, settings.CELERY_TASK_TIME_LIMIT + 30)
+            self._lease_at = now
+
+    def _audio(self) -> bytes:
+        self.pcm.seek(0)
+        return self.pcm.read()
+
+    def _store(self) -> None:
+        """The job's file, encoded from the spooled audio a block at a time (a long job's audio is
+        never all in memory), saved with Django's storage."""
+        job = self.job
+        spec = output_format(job.response_format)
+        body = tempfile.TemporaryFile()
+        encoder = StreamEncoder(f"pcm_{spec.sample_rate}" if spec.codec == "wav" else job.response_format)
+        self.pcm.seek(0)
+        while block := self.pcm.read(BLOCK_BYTES):
+            body.write(encoder.feed(block))
+        body.write(encoder.finish())
+        out = body
+        if spec.codec == "wav":  # a stored WAV says its sizes
+            out = tempfile.TemporaryFile()
+            out.write(wav_header(body.tell() // 2, spec.sample_rate))
+            body.seek(0)
+            shutil.copyfileobj(body, out)
+            body.close()
+        out.seek(0)
+        with out:
+            job.result.save(f"{job.id}.{spec.extension}", File(out), save=False)
 
     def fail(self, status: int, code: str, message: str) -> None:
         if not self.finished:
             self.finished = True
+            self.pcm.close()
             fail_job(self.job, status, code, message)
 
     def finish(self) -> None:
@@ -163,9 +204,14 @@ class JobRun:
         if self.finished:
             return
         self.finished = True
+        try:
+            self._settle()
+        finally:
+            self.pcm.close()
+
+    def _settle(self) -> None:
         job = self.job
-        pcm = b"".join(self.parts)
-        audio_seconds = len(pcm) / 2 / SAMPLE_RATE
+        audio_seconds = self.position / SAMPLE_RATE
         if self.cancelled:
             fail_job(
                 job,
@@ -181,20 +227,19 @@ class JobRun:
         if len(self.captions) < self.total:
             self._close(self.total - 1)  # the last segment (the others closed as the next began)
         key = ""
-        if job.cacheable:
+        if job.cacheable and self.position * 2 <= settings.TTS_CACHE_MAX_ENTRY_BYTES:
             key = cache.cache_key(
                 job.organization_id, self.model_version, cache.segments_text(job.segments), self.params
             )
             try:
-                if not cache.put(key, pcm, self.captions):
+                if not cache.put(key, self._audio(), self.captions):
                     key = ""
             except Exception:  # the cache is an optimisation: the job succeeds without it
                 logger.exception("could not cache a job's audio", extra={"job_id": str(job.id)})
                 key = ""
         if not job.interactive:  # the stored file is what the client comes back for
             try:
-                name = f"{job.id}.{output_format(job.response_format).extension}"
-                job.result.save(name, ContentFile(encode(pcm, job.response_format)), save=False)
+                self._store()
                 Job.objects.filter(pk=job.pk).update(result=job.result.name)
             except Exception:
                 logger.exception("could not store a job's audio", extra={"job_id": str(job.id)})
@@ -217,7 +262,7 @@ class JobRun:
         ):
             return  # the job was taken from this run (queued again as lost): its stream is another run's
         streams.publish(
-            job.id, "end", samples=len(pcm) // 2, audio_seconds=f"{audio_seconds:.3f}", characters=job.characters
+            job.id, "end", samples=self.position, audio_seconds=f"{audio_seconds:.3f}", characters=job.characters
         )
         capacity.record_job_seconds(time.monotonic() - self.started)
         logger.info(

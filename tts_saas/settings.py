@@ -247,7 +247,11 @@ TTS_TORCH_THREADS = envint("TTS_TORCH_THREADS", 0)  # a worker's torch threads; 
 TTS_MODEL_NAME = envstr("TTS_MODEL_NAME", "chattts")
 TTS_MODEL_ALIASES = [a for a in envstr("TTS_MODEL_ALIASES", "tts-1,tts-1-hd,gpt-4o-mini-tts").split(",") if a]
 TTS_MAX_INPUT_CHARS = envint("TTS_MAX_INPUT_CHARS", 4096)
-TTS_MAX_BODY_BYTES = envint("TTS_MAX_BODY_BYTES", 1024 * 1024)
+TTS_MAX_JOB_CHARS = envint("TTS_MAX_JOB_CHARS", 200_000)  # an asynchronous job's input, at most (plans set less)
+# An asynchronous job may run TTS_JOB_SECONDS_PER_CHAR seconds a character of its input (at least the
+# task's soft limit): a long text is not cut off, a stuck one still ends.
+TTS_JOB_SECONDS_PER_CHAR = envfloat("TTS_JOB_SECONDS_PER_CHAR", 0.5)
+TTS_MAX_BODY_BYTES = envint("TTS_MAX_BODY_BYTES", 2 * 1024 * 1024)  # a 200,000-character job, escaped
 DATA_UPLOAD_MAX_MEMORY_SIZE = TTS_MAX_BODY_BYTES  # Django stops reading a body past it
 TTS_DEFAULT_SEED = envstr("TTS_DEFAULT_SEED")  # empty: an unseeded request gets a random seed
 # A live request waits while the workers work through the queue. It is refused at once when its
@@ -265,6 +269,9 @@ TTS_BATCH_GATHER_SECONDS = envfloat("TTS_BATCH_GATHER_SECONDS", 0.1)  # wait for
 TTS_WORKER_HEARTBEAT_TTL = envint("TTS_WORKER_HEARTBEAT_TTL", 8)
 TTS_JOB_MAX_ATTEMPTS = envint("TTS_JOB_MAX_ATTEMPTS", 2)
 TTS_STREAM_TTL = envint("TTS_STREAM_TTL", 3600)  # seconds a job's chunk stream is kept
+# Events a job's stream keeps (its last ones): ~0.5 s of audio each, so ~16 minutes; a request's audio
+# fits, a long job's beginning is trimmed while it runs (its stored file has it all).
+TTS_STREAM_MAX_EVENTS = envint("TTS_STREAM_MAX_EVENTS", 2000)
 TTS_CACHE_TTL = envint("TTS_CACHE_TTL", 7 * 24 * 3600)
 TTS_CACHE_MAX_BYTES = envint("TTS_CACHE_MAX_BYTES", 512 * 1024 * 1024)
 TTS_CACHE_MAX_ENTRY_BYTES = envint("TTS_CACHE_MAX_ENTRY_BYTES", 16 * 1024 * 1024)
