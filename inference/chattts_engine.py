@@ -18,6 +18,7 @@ import json
 import logging
 import os
 import warnings
+from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -36,6 +37,9 @@ logger = logging.getLogger(__name__)
 
 GENERATION = "per-row-sampling/2"  # inference.generation's loop and windowed decoding (2: one head product)
 PRECISIONS = ("fp32", "bf16", "int8")  # the GPT's: bfloat16, or int8 dynamic quantization (CPU only)
+
+
+SPEAKERS_KEPT = 256  # decoded speaker embeddings a worker keeps (organizations' voices)
 
 
 class ChatTTSEngine:
@@ -59,6 +63,7 @@ class ChatTTSEngine:
         self.random_weights = random_weights
         self.precision = precision
         self._speakers: dict[int, str] = {}
+        self._decoded: OrderedDict[str, object] = OrderedDict()  # embedding string -> tensor (LRU)
         self._parts: GPTParts | None = None
 
     @classmethod
@@ -128,6 +133,35 @@ class ChatTTSEngine:
         logger.info("model loaded: %s on %s, %d torch threads", version, dev, torch.get_num_threads())
         return cls(chat, dev, version, random_weights, fixed_length, precision)
 
+    def row_speaker(self, p: SynthesisParams) -> str:
+        """The row's speaker embedding string: its voice's own, or sampled with its voice seed."""
+        return p.speaker or self.speaker(p.voice_seed)
+
+    def speaker_problem(self, speaker: str) -> str | None:
+        """Why this model cannot use an embedding string (its size), or None."""
+        try:
+            values = len(self.chat.speaker._decode(speaker))
+        except Exception:
+            return "The voice's speaker embedding cannot be decoded."
+        if values != self.chat.speaker.dim:
+            return (
+                f"The voice's speaker embedding has {values} values; this model's speakers have "
+                f"{self.chat.speaker.dim}. Make the voice from an embedding of this model."
+            )
+        return None
+
+    def _speaker_tensor(self, speaker: str):
+        """The decoded embedding, kept for the next rows of this voice (the last SPEAKERS_KEPT)."""
+        import torch  # noqa: PLC0415  (torch/ChatTTS: worker processes only)
+
+        tensor = self._decoded.pop(speaker, None)
+        if tensor is None:
+            tensor = torch.from_numpy(self.chat.speaker._decode(speaker))
+        self._decoded[speaker] = tensor
+        while len(self._decoded) > SPEAKERS_KEPT:
+            self._decoded.popitem(last=False)
+        return tensor
+
     def speaker(self, voice_seed: int) -> str:
         """The voice's speaker embedding, sampled from the model's speaker statistics."""
         import torch  # noqa: PLC0415  (torch/ChatTTS: worker processes only)
@@ -144,7 +178,7 @@ class ChatTTSEngine:
 
         code = ChatTTS.Chat.InferCodeParams(
             prompt=f"[speed_{p.speed}]",
-            spk_emb=self.speaker(p.voice_seed),
+            spk_emb=self.row_speaker(p),
             temperature=p.temperature,
             top_P=p.top_p,
             top_K=p.top_k,
@@ -231,7 +265,7 @@ class ChatTTSEngine:
             text = chat.normalizer(row.text, True, True, None)
             if row.params.refine_text:
                 text = self._refine(text, row.params)
-            spk = self.speaker(row.params.voice_seed)
+            spk = self.row_speaker(row.params)
             texts.append(chat.speaker.decorate_code_prompts([text], f"[speed_{row.params.speed}]", None, spk)[0])
         with torch.inference_mode():
             input_ids, attention_mask, text_mask = chat.tokenizer.encode(
@@ -242,7 +276,7 @@ class ChatTTSEngine:
                 # Speaker.apply writes one embedding over the whole batch: apply it row by row.
                 chat.speaker.apply(
                     emb.narrow(0, i, 1),
-                    self.speaker(row.params.voice_seed),
+                    self._speaker_tensor(self.row_speaker(row.params)),
                     input_ids.narrow(0, i, 1),
                     chat.tokenizer.spk_emb_ids,
                     chat.device_gpt,

@@ -35,6 +35,7 @@ class SynthesisParams:
     refine_text: bool = False
     refine_prompt: str = ""
     use_decoder: bool = True
+    speaker: str = ""  # a ChatTTS speaker embedding string (an organization's voice); else voice_seed's
 
 
 @dataclass

@@ -77,6 +77,34 @@ class Job(models.Model):
         return self.status in self.FINAL
 
 
+def new_voice_id() -> str:
+    return f"voice_{secrets.token_hex(8)}"
+
+
+class Voice(models.Model):
+    """An organization's own voice: a speaker from a seed, or a ChatTTS speaker embedding string."""
+
+    class Source(models.TextChoices):
+        SEED = "seed"
+        EMBEDDING = "embedding"
+
+    id = models.CharField(primary_key=True, max_length=32, default=new_voice_id, editable=False)
+    organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="voices")
+    name = models.CharField(max_length=64)
+    description = models.CharField(max_length=300, blank=True)
+    source = models.CharField(max_length=16, choices=Source.choices)
+    seed = models.PositiveIntegerField(null=True, blank=True)
+    speaker = models.TextField(blank=True)  # the embedding string (source "embedding")
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["created_at", "id"]
+        constraints = [models.UniqueConstraint(fields=["organization", "name"], name="one_voice_per_name")]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.id})"
+
+
 def new_lexicon_id() -> str:
     return f"lex_{secrets.token_hex(8)}"
 

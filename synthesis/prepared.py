@@ -19,6 +19,7 @@ from tts_saas.errors import ApiError
 from . import cache, lexicon
 from .audio import output_format
 from .captions import Caption
+from .custom_voices import resolve_voice
 from .lexicons import entries_for
 
 
@@ -79,7 +80,7 @@ def enforce_plan_limits(limits: Limits, data: dict, job: bool = False) -> None:
             "input",
         )
     check_format(limits, data["response_format"], "response_format")
-    if limits.allowed_voices and data["voice"] not in limits.allowed_voices:
+    if limits.allowed_voices and data["voice"] in VOICES and data["voice"] not in limits.allowed_voices:
         raise ApiError(
             403,
             f"Voice '{data['voice']}' is not in your plan; available: {', '.join(limits.allowed_voices)}.",
@@ -107,8 +108,10 @@ def prepare_speech(data: dict, organization, cacheable: bool = True) -> Prepared
     cacheable = cacheable and seed is not None
     if seed is None:
         seed = secrets.randbelow(2**31)
+    voice_seed, speaker = resolve_voice(organization, data["voice"])
     params = SynthesisParams(
-        voice_seed=VOICES[data["voice"]].seed,
+        voice_seed=voice_seed,
+        speaker=speaker,
         seed=seed,
         temperature=data["temperature"],
         top_p=data["top_p"],

@@ -18,6 +18,7 @@ from inference.voices import VOICES
 
 from .audio import ALL_FORMATS, output_format
 from .callbacks import url_problem
+from .custom_voices import VOICE_ID
 from .models import Job
 
 
@@ -115,13 +116,17 @@ class ModelField(StrictChoiceField):
     }
 )
 class VoiceField(StrictChoiceField):
-    """A voice by name, or as OpenAI's object form `{"id": "..."}`; the name either way."""
+    """A built-in voice by name or an organization's voice by id (`voice_…`; whether it is the
+    organization's is checked with the organization, `custom_voices.resolve_voice`), as a string or
+    OpenAI's object form `{"id": "..."}`; the name or id either way."""
 
     def to_internal_value(self, data):
         if isinstance(data, dict):
             if set(data) != {"id"}:
                 raise serializers.ValidationError('A voice object has exactly one field, "id".')
             data = data["id"]
+        if isinstance(data, str) and VOICE_ID.fullmatch(data):
+            return data
         return super().to_internal_value(data)
 
 

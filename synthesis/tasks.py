@@ -130,6 +130,11 @@ def synthesize_job(job_id: str) -> None:
         fail_job(job, 503, "model_unavailable", f"The speech model is unavailable: {reason}")
         return
     priority = limits_for(job.organization).queue_priority
+    speaker = job.params.get("speaker", "")
+    problem = _engine.speaker_problem(speaker) if speaker else None
+    if problem:  # an organization's voice made from another model's embedding
+        fail_job(job, 400, "invalid_voice", problem)
+        return
     try:
         run = JobRun(job, _engine.model_version, priority)
     except TextError as exc:  # what spelling out made of the text cannot be read (never seen so far)

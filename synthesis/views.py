@@ -251,16 +251,6 @@ def model(request, model_id: str) -> Response:
     return Response(_model(model_id))
 
 
-class AudioVoiceSerializer(serializers.Serializer):
-    id = serializers.CharField()
-    name = serializers.CharField()
-    description = serializers.CharField()
-
-
-class AudioVoiceListSerializer(serializers.Serializer):
-    voices = AudioVoiceSerializer(many=True)
-
-
 class AudioModelSerializer(serializers.Serializer):
     id = serializers.CharField()
     name = serializers.CharField()
@@ -268,19 +258,6 @@ class AudioModelSerializer(serializers.Serializer):
 
 class AudioModelListSerializer(serializers.Serializer):
     models = AudioModelSerializer(many=True)
-
-
-@extend_schema(responses={200: AudioVoiceListSerializer}, auth=[{"ApiKey": []}, {}])
-@api_view(["GET"])
-@authentication_classes([OptionalApiKeyAuthentication])
-@permission_classes([AllowAny])
-def audio_voices(request) -> Response:
-    """GET /v1/audio/voices — the voices in the shape Open WebUI reads (`{"voices": [{"id", "name"}]}`);
-    a key is optional (Open WebUI may send none)."""
-    org = getattr(request.user, "organization", None)  # anonymous: AnonymousUser
-    allowed = limits_for(org).allowed_voices if org is not None else ()
-    voices = [v for v in VOICES.values() if not allowed or v.name in allowed]  # with a key: the plan's
-    return Response({"voices": [{"id": v.name, "name": v.name, "description": v.description} for v in voices]})
 
 
 @extend_schema(responses={200: AudioModelListSerializer}, auth=[{"ApiKey": []}, {}])

@@ -66,8 +66,12 @@ def test_lexicons_are_validated_scoped_to_their_organization_and_limited_by_the_
     with live_stack.client(owner.key) as client, live_stack.client(outsider.key) as other:
         mine = client.post("/lexicons", json={"name": "a", "entries": ENTRIES}).json()
         for body, code, param in (
-            ({"name": "b", "entries": [{"text": "x", "alias": "y", "lang": "en"}]}, "unknown_parameter", "lang"),
-            ({"name": "b", "entries": [{"text": " x", "alias": "y"}]}, "invalid_value", "entries"),
+            (
+                {"name": "b", "entries": [{"text": "x", "alias": "y", "lang": "en"}]},
+                "unknown_parameter",
+                "entries[0].lang",
+            ),
+            ({"name": "b", "entries": [{"text": " x", "alias": "y"}]}, "invalid_value", "entries[0]"),
             (
                 {"name": "b", "entries": [{"text": "X", "alias": "y"}, {"text": "x", "alias": "z"}]},
                 "invalid_value",

@@ -99,13 +99,28 @@ def error_response(
     return response
 
 
+def _path(outer: str | None, inner: str | None) -> str | None:
+    """A nested field's name as OpenAI writes them: `entries[1].text`, `lexicons[0]`."""
+    if outer is None or inner is None:
+        return outer or inner
+    return f"{outer}{inner}" if inner.startswith("[") else f"{outer}.{inner}"
+
+
 def _first_validation_error(detail) -> tuple[str | None, str]:
     if isinstance(detail, dict):
         for key, value in detail.items():
-            param = key if key != "non_field_errors" else None
+            if isinstance(key, int):  # a list field's item
+                param: str | None = f"[{key}]"
+            else:
+                param = key if key != "non_field_errors" else None
             inner_param, message = _first_validation_error(value)
-            return (inner_param or param), message
+            return _path(param, inner_param), message
     if isinstance(detail, list) and detail:
+        if all(isinstance(item, dict) for item in detail):  # a list of objects: the first with an error
+            for index, item in enumerate(detail):
+                if item:
+                    inner_param, message = _first_validation_error(item)
+                    return _path(f"[{index}]", inner_param), message
         return _first_validation_error(detail[0])
     return None, detail
 

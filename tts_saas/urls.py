@@ -13,6 +13,7 @@ from billing.views import UsageViewSet, stripe_webhook, subscription
 from dashboard.throttles import posted, throttled
 from dashboard.views.account import password_reset, sign_in
 from dashboard.views.operations import operations
+from synthesis import custom_voices
 from synthesis import views as synthesis
 from synthesis.lexicons import LexiconViewSet
 from tts_saas.metrics import metrics_view
@@ -28,7 +29,8 @@ v1 = [
     path("audio/speech", synthesis.speech, name="speech"),
     path("audio/stream/tickets", synthesis.stream_ticket, name="stream-ticket"),
     path("voices", synthesis.voices, name="voices"),
-    path("audio/voices", synthesis.audio_voices, name="audio-voices"),
+    path("audio/voices", custom_voices.audio_voices, name="audio-voices"),
+    path("audio/voices/<str:voice_id>", custom_voices.audio_voice, name="audio-voice"),
     path("audio/models", synthesis.audio_models, name="audio-models"),
     path("models", synthesis.models, name="models"),
     path("models/<str:model_id>", synthesis.model, name="model"),

@@ -1,0 +1,139 @@
+"""An organization's own voices through the live stack: made from a seed or from a ChatTTS speaker
+embedding string, listed with the built-in ones (Open WebUI's shape), used by id — a string or
+`{"id"}` — on REST, jobs and the WebSocket; the speaker the engine receives is the voice's, for every
+segment and every request (a voice made from a built-in voice's embedding sounds exactly like it);
+validation, plan limit, read-only built-ins, tenant isolation."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import lzma
+import os
+
+import httpx
+import numpy as np
+import pybase16384 as b14
+import pytest
+import websockets
+
+from billing.limits import subscription_for
+from inference.chattts_engine import ChatTTSEngine
+from inference.voices import VOICES
+from synthesis.custom_voices import canonical
+from synthesis.models import Job
+from tests.test_jobs import wait_for
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+# Three sentences of ~95 characters each: three segments, so the speaker is checked across segments.
+TEXT = " ".join(
+    f"Sentence {n} of this voice test runs on long enough to be a segment of its own, with words in it." for n in "ABC"
+)
+
+
+@pytest.fixture(scope="module")
+def alloy_embedding() -> str:
+    """The embedding the worker derives from alloy's seed (same checkpoint, same device)."""
+    engine = ChatTTSEngine.load(os.environ["TTS_TEST_CHECKPOINT"], device="cpu")
+    return engine.speaker(VOICES["alloy"].seed)
+
+
+def speak(client, **body) -> httpx.Response:
+    response = client.post("/audio/speech", json={"input": TEXT, "response_format": "pcm", "seed": 21, **body})
+    assert response.status_code == 200, response.text
+    return response
+
+
+def test_a_voice_from_an_embedding_is_that_speaker_for_every_segment_request_and_endpoint(
+    live_stack, owner, alloy_embedding
+):
+    with live_stack.client(owner.key) as client:
+        created = client.post("/audio/voices", json={"name": "Alloy twin", "speaker": alloy_embedding})
+        assert created.status_code == 201, created.text
+        voice = created.json()
+        assert voice["id"].startswith("voice_") and voice["source"] == "embedding" and voice["object"] == "voice"
+        assert voice["speaker"] == canonical(alloy_embedding)
+        mine = speak(client, voice=voice["id"])
+        again = speak(client, voice={"id": voice["id"]})  # OpenAI's object form
+        builtin = speak(client, voice="alloy")
+        assert mine.headers["x-cache"] == "miss" and again.headers["x-cache"] == "hit"
+        assert mine.content == again.content
+        # The engine received alloy's own embedding for each of the three segments: the same audio.
+        assert builtin.content == mine.content
+        job = client.post("/jobs", json={"input": TEXT, "voice": voice["id"], "seed": 22, "response_format": "pcm"})
+        done = wait_for(client, job.json()["id"], {"succeeded", "failed"})
+        assert done["status"] == "succeeded"
+        assert Job.objects.get(pk=done["id"]).params["speaker"] == voice["speaker"]
+        listed = client.get("/audio/voices").json()["voices"]
+        assert {"id": voice["id"], "name": "Alloy twin", "description": "", "custom": True} in listed
+        assert {v["id"] for v in listed if not v["custom"]} == set(VOICES)
+
+    async def over_websocket():
+        url = live_stack.base_url.replace("http://", "ws://") + "/v1/audio/stream"
+        async with websockets.connect(url, additional_headers={"Authorization": f"Bearer {owner.key}"}) as ws:
+            await ws.recv()
+            await ws.send(json.dumps({"type": "synthesize", "text": TEXT, "voice": voice["id"], "seed": 21}))
+            start, audio = json.loads(await ws.recv()), b""
+            while isinstance(frame := await asyncio.wait_for(ws.recv(), 60), bytes):
+                audio += frame
+            return start, audio
+
+    start, audio = asyncio.run(over_websocket())
+    assert start["cached"] is True and audio == mine.content  # the same voice, seed and text: the same entry
+
+
+def embedding(values: int) -> str:
+    """A ChatTTS speaker embedding string of `values` float16 values (as ChatTTS encodes one)."""
+    filters = [{"id": lzma.FILTER_LZMA2, "preset": 9 | lzma.PRESET_EXTREME}]
+    raw = np.full(values, 0.1, dtype=np.float16).tobytes()
+    return b14.encode_to_string(lzma.compress(raw, format=lzma.FORMAT_RAW, filters=filters))
+
+
+def test_a_voice_from_a_seed_and_one_whose_embedding_does_not_fit_the_model(live_stack, owner):
+    with live_stack.client(owner.key) as client:
+        by_seed = client.post("/audio/voices", json={"name": "Seed voice", "seed": VOICES["alloy"].seed}).json()
+        assert by_seed["source"] == "seed" and by_seed["speaker"] == ""
+        assert speak(client, voice=by_seed["id"]).content == speak(client, voice="alloy").content
+        misfit = client.post("/audio/voices", json={"name": "Too wide", "speaker": embedding(768)}).json()
+        refused = client.post("/audio/speech", json={"input": "Hello.", "voice": misfit["id"]})
+    # The tiny checkpoint's speakers have 64 values: the worker refuses the request, naming both.
+    assert refused.status_code == 400 and refused.json()["error"]["code"] == "invalid_voice"
+    assert "768 values" in refused.json()["error"]["message"]
+
+
+def test_voices_are_validated_limited_by_the_plan_and_scoped_to_their_organization(live_stack, owner, outsider):
+    sub = subscription_for(owner.org)
+    plan = sub.plan
+    plan.pk, plan.slug, plan.max_custom_voices = None, "two-voices", 2
+    plan.save()
+    sub.plan = plan
+    sub.save()
+    with live_stack.client(owner.key) as client, live_stack.client(outsider.key) as other:
+        for body, param in (
+            ({"name": "x"}, "seed"),
+            ({"name": "x", "seed": 1, "speaker": embedding(64)}, "seed"),
+            ({"name": "x", "speaker": "not an embedding"}, "speaker"),
+            ({"name": "Alloy", "seed": 1}, "name"),
+            ({"name": "x", "seed": 1, "sample": "…"}, "sample"),
+        ):
+            refused = client.post("/audio/voices", json=body)
+            assert refused.status_code == 400 and refused.json()["error"]["param"] == param, (body, refused.text)
+        first = client.post("/audio/voices", json={"name": "One", "seed": 1}).json()
+        assert client.post("/audio/voices", json={"name": "One", "seed": 2}).status_code == 409
+        client.post("/audio/voices", json={"name": "Two", "seed": 2})
+        full = client.post("/audio/voices", json={"name": "Three", "seed": 3})
+        assert full.status_code == 403 and full.json()["error"]["code"] == "plan_limit_reached"
+        assert client.delete("/audio/voices/alloy").json()["error"]["code"] == "voice_read_only"
+        assert client.get("/audio/voices/alloy").json()["source"] == "builtin"
+        # Another organization: the voice does not exist for it, by any route.
+        url = f"/audio/voices/{first['id']}"
+        assert other.get(url).status_code == 404 and other.delete(url).status_code == 404
+        assert first["id"] not in {v["id"] for v in other.get("/audio/voices").json()["voices"]}
+        used = other.post("/audio/speech", json={"input": "x", "voice": first["id"]})
+        assert used.status_code == 400 and used.json()["error"]["param"] == "voice"
+        anonymous = httpx.get(f"{live_stack.base_url}/v1/audio/voices").json()["voices"]
+        assert {v["id"] for v in anonymous} == set(VOICES)
+        assert client.delete(url).json()["deleted"] is True
+        gone = client.post("/audio/speech", json={"input": "x", "voice": first["id"]})
+        assert gone.status_code == 400 and client.get(url).status_code == 404
