@@ -189,10 +189,22 @@ def _has_words(segment: str) -> bool:
     return any(ch.isalnum() for ch in TAG.sub("", segment))
 
 
-@functools.lru_cache(maxsize=4096)
+MEMOISED_CHARS = 4096  # texts up to a speech request's size are memoised; a long job's are not kept
+
+
 def prepare(text: str) -> PreparedText:
-    """Validate `text` and split it into segments (cheap: no normalisation). Memoised: repeated
-    texts (greetings, prompts: what the audio cache serves) come back often."""
+    """Validate `text` and split it into segments (cheap: no normalisation). Memoised up to
+    MEMOISED_CHARS: repeated texts (greetings, prompts: what the audio cache serves) come back
+    often, while a 200,000-character job's text would only fill the memory."""
+    return _prepare_memoised(text) if len(text) <= MEMOISED_CHARS else _prepare(text)
+
+
+@functools.lru_cache(maxsize=4096)
+def _prepare_memoised(text: str) -> PreparedText:
+    return _prepare(text)
+
+
+def _prepare(text: str) -> PreparedText:
     _refuse_unknown_tags(text)
     tidy = re.sub(r"[ \t]+", " ", text).strip()
     segments = [s for s in split_text(tidy) if _has_words(s)]

@@ -42,7 +42,15 @@ class _Sink:
 
     def audio(self, key: str, samples: np.ndarray) -> None:
         run, segment = self._route(key)
-        run.audio(segment, samples)
+        try:
+            run.audio(segment, samples)
+        except Exception:  # one job's failure (Redis away, say) must not end its companions' rows
+            logger.exception("could not publish a job's audio", extra={"job_id": str(run.job.id)})
+            close_old_connections()
+            try:
+                run.fail(503, "synthesis_failed", "Synthesis failed on the worker.")
+            except Exception:
+                logger.exception("could not fail a job", extra={"job_id": str(run.job.id)})
 
     def done(self, key: str, tokens: int) -> None:
         run, segment = self._route(key)
@@ -51,6 +59,7 @@ class _Sink:
         except Exception:  # one job's failure must not end its batch companions' rows
             logger.exception("could not settle a job", extra={"job_id": str(run.job.id)})
             run.finished = True
+            run.pcm.close()
             close_old_connections()  # the database may have restarted under the batch
             try:  # settles only a job still running (refunded); the reaper does it if this fails too
                 fail_job(run.job, 500, "synthesis_failed", "Synthesis failed on the worker.")

@@ -30,7 +30,7 @@ from tts_saas.redis import get_async_redis
 from tts_saas.request_id import new_request_id
 from tts_saas.threads import in_thread
 
-from . import audio, connections, protocol
+from . import audio, connections, protocol, streams
 from .feed import JobAudioFeed
 from .models import Job
 from .operations import WS_CONNECTIONS
@@ -299,6 +299,8 @@ class SpeechStreamConsumer(AsyncWebsocketConsumer):
         if job is None:
             raise ApiError(404, f"No job {message.job_id}.", "not_found")
         feed = JobAudioFeed(job.id, characters=job.characters, queue_timeout=settings.TTS_JOB_QUEUE_TIMEOUT)
+        if not await streams.starts_at_beginning(job.id):
+            raise feed.truncated()
         self._emit(protocol.start(message.id, message.format, job_id=str(job.id)))
         await self._pipe(feed, message.format)
         self._emit(

@@ -24,6 +24,7 @@ from rest_framework.decorators import api_view, authentication_classes, permissi
 from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 
+from accounts.models import Organization
 from accounts.tenancy import scoped
 from billing.limits import limits_for
 from billing.policy import OptionalApiKeyAuthentication
@@ -34,7 +35,7 @@ from .lexicons import StrictSerializer
 from .models import Voice
 
 VOICE_ID = re.compile(r"voice_[0-9a-f]{16}")
-NAME = re.compile(r"[\w .'()-]{1,64}")
+NAME = re.compile(r"\A[\w .'()-]{1,64}\Z")
 _LZMA = [{"id": lzma.FILTER_LZMA2, "preset": 9 | lzma.PRESET_EXTREME}]
 MAX_SPEAKER_CHARS = 8192  # an embedding string: ~854 characters for ChatTTS's 768 values
 
@@ -180,13 +181,21 @@ def audio_voices(request) -> Response:
         return Response({"voices": _listing(org)})
     if org is None:
         raise ApiError(401, "Creating a voice needs an API key.", "invalid_api_key")
-    incoming = VoiceCreateSerializer(data=request.data)
+    voice = create_voice(org, request.data)
+    return Response(OwnVoiceSerializer(voice).data, status=status.HTTP_201_CREATED)
+
+
+def create_voice(org, body) -> Voice:
+    """A new voice of `org` from a request body (the API's and the dashboard's): validated, within
+    the plan's limit, its name unique in the organization; ApiError otherwise."""
+    incoming = VoiceCreateSerializer(data=body)
     if not incoming.is_valid():
         raise validation_error(incoming.errors)
     data = incoming.validated_data
     limit = limits_for(org).max_custom_voices
     with transaction.atomic():
-        held = scoped(Voice, org).select_for_update().count()
+        Organization.objects.select_for_update().filter(pk=org.pk).first()  # one creation at a time
+        held = scoped(Voice, org).count()
         if held >= limit:
             raise ApiError(403, f"Your plan allows {limit} voices of your own; delete one first.", "plan_limit_reached")
         try:
@@ -201,7 +210,7 @@ def audio_voices(request) -> Response:
                 )
         except IntegrityError:
             raise ApiError(409, f"A voice named '{data['name']}' exists already.", "name_taken", "name") from None
-    return Response(OwnVoiceSerializer(voice).data, status=status.HTTP_201_CREATED)
+    return voice
 
 
 def _voice(org, voice_id: str) -> Voice:

@@ -31,6 +31,7 @@ class JobAudioFeed:
         queue_timeout: float | None = None,
         deadline: float | None = None,
         after: str = "0-0",
+        caption_texts: tuple[str, ...] = (),
     ):
         self.job_id = str(job_id)
         self.seed = seed
@@ -44,6 +45,7 @@ class JobAudioFeed:
         self.samples = 0
         self.chunks_read = 0  # audio events passed on: the next one's `seq`
         self.captions: list[Caption] = []
+        self.caption_texts = caption_texts  # the texts this reader's captions show, by segment (else the job's)
 
     async def _waited_too_long(self, began: float, began_at: float) -> ApiError | None:
         """Why a job that has not started is given up now, or None to go on waiting."""
@@ -99,7 +101,10 @@ class JobAudioFeed:
                 self.samples += len(event.fields["pcm"]) // 2
                 yield event.fields["pcm"]
             elif event.type == "segment":
-                caption = Caption(event.text("text"), float(event.text("start")), float(event.text("end")))
+                index, text = int(event.text("index", "0")), event.text("text")
+                if index < len(self.caption_texts):
+                    text = self.caption_texts[index]
+                caption = Caption(text, float(event.text("start")), float(event.text("end")))
                 self.captions.append(caption)
                 yield caption
             elif event.type == "end":

@@ -2,10 +2,12 @@
 before the worker spells out numbers and symbols (ElevenLabs calls them pronunciation dictionaries).
 
 Matching rules (also in README.md):
-- Whole words: an entry matches where it is not part of a longer word — `SQL` matches in "SQL,"
-  and "(SQL)" but not in "MySQL"; `3M` matches in "3M's" but not in "13M". An entry written in
-  Chinese or Japanese (which have no spaces between words) matches anywhere.
+- Whole words: an entry matches where it is not part of a longer word — `SQL` matches in "SQL,",
+  "(SQL)" and "我用SQL查询" but not in "MySQL"; `3M` matches in "3M's" but not in "13M"; `.NET`
+  matches in "use .NET" but not in "ASP.NET". Chinese, Japanese and Korean characters are words of
+  their own (those languages have no spaces), so an entry written in them matches anywhere.
 - Case: insensitive unless the entry says `case_sensitive` ("nginx" also matches "NGINX").
+- Runs of white space match any run of white space.
 - Longest first, one pass: where entries overlap the longest wins ("New York City" before "New
   York"), and an alias is never matched again (no chains, no loops).
 - Lexicons named in the request apply in the order given, then the organization's default ones;
@@ -20,7 +22,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
+CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")  # + Hangul, kana
 MAX_TEXT = 100
 MAX_ALIAS = 200
 
@@ -36,13 +38,70 @@ class Entry:
         return self.text if self.case_sensitive else self.text.casefold()
 
 
-def _pattern(entry: Entry) -> str:
-    body = re.escape(entry.text)
-    if not entry.case_sensitive:
-        body = f"(?i:{body})"
-    left = r"(?<!\w)" if re.match(r"\w", entry.text[0]) and not CJK.match(entry.text[0]) else ""
-    right = r"(?!\w)" if re.match(r"\w", entry.text[-1]) and not CJK.match(entry.text[-1]) else ""
-    return f"{left}{body}{right}"
+# The text as tokens: runs of word characters (letters, digits, "_"; "3M", "v2"), each CJK character
+# on its own (those languages have no spaces), runs of white space, and any other character alone.
+TOKEN = re.compile(rf"(?:(?!{CJK.pattern})\w)+|{CJK.pattern}|\s+|.", re.DOTALL)
+
+
+def _tokens(text: str) -> list[str]:
+    return TOKEN.findall(text)
+
+
+def _key(tokens: list[str], fold: bool) -> tuple[str, ...]:
+    """What two token runs must share to match: white space as one space; case folded unless not."""
+    return tuple(" " if t.isspace() else (t.casefold() if fold else t) for t in tokens)
+
+
+def _is_word(token: str) -> bool:
+    return bool(re.match(r"\w", token)) and not CJK.match(token)
+
+
+class Matcher:
+    """Entries compiled for matching: a scan over the text's tokens that looks up runs of up to the
+    longest entry's length in two dictionaries (case-sensitive entries, and the others case-folded),
+    so the cost grows with the text, not with the number of entries."""
+
+    def __init__(self, entries: list[Entry]):
+        self.exact: dict[tuple[str, ...], Entry] = {}
+        self.folded: dict[tuple[str, ...], Entry] = {}
+        self.longest = 0
+        for entry in entries:
+            tokens = _tokens(entry.text)
+            table = self.exact if entry.case_sensitive else self.folded
+            table.setdefault(_key(tokens, not entry.case_sensitive), entry)
+            self.longest = max(self.longest, len(tokens))
+
+    def apply(self, text: str) -> str:
+        if not self.longest or not text:
+            return text
+        tokens = _tokens(text)
+        out: list[str] = []
+        i = 0
+        while i < len(tokens):
+            matched = self._match(tokens, i)
+            if matched is None:
+                out.append(tokens[i])
+                i += 1
+            else:
+                entry, n = matched
+                out.append(entry.alias)
+                i += n
+        return "".join(out)
+
+    def _match(self, tokens: list[str], i: int) -> tuple[Entry, int] | None:
+        for n in range(min(self.longest, len(tokens) - i), 0, -1):  # the longest entry first
+            run = tokens[i : i + n]
+            entry = self.exact.get(_key(run, False)) or self.folded.get(_key(run, True))
+            if entry is None:
+                continue
+            # Whole words: an entry that begins or ends with a non-word character (".NET", "C++")
+            # does not match against a word it would then be part of ("ASP.NET", "C++x").
+            if not _is_word(run[0]) and i and _is_word(tokens[i - 1]):
+                continue
+            if not _is_word(run[-1]) and i + n < len(tokens) and _is_word(tokens[i + n]):
+                continue
+            return entry, n
+        return None
 
 
 def merged(lexicons: Iterable[Iterable[Entry]]) -> list[Entry]:
@@ -56,15 +115,7 @@ def merged(lexicons: Iterable[Iterable[Entry]]) -> list[Entry]:
 
 def apply(text: str, entries: list[Entry]) -> str:
     """`text` with every whole-word occurrence of an entry replaced by its alias (module doc)."""
-    if not entries or not text:
-        return text
-    ordered = sorted(entries, key=lambda e: len(e.text), reverse=True)
-    pattern = re.compile("|".join(f"({_pattern(e)})" for e in ordered))
-
-    def alias(match: re.Match) -> str:
-        return ordered[match.lastindex - 1].alias if match.lastindex else match.group(0)
-
-    return pattern.sub(alias, text)
+    return Matcher(entries).apply(text)
 
 
 def problem(text: object, alias: object) -> str | None:

@@ -5,6 +5,8 @@ the entries `synthesis.lexicon.apply` uses. Any key of the organization may mana
 from __future__ import annotations
 
 import re
+import threading
+from collections import OrderedDict
 
 from django.db import IntegrityError, transaction
 from django.db.models import Q
@@ -12,11 +14,12 @@ from drf_spectacular.utils import extend_schema, extend_schema_serializer, exten
 from rest_framework import mixins, serializers, status
 from rest_framework.response import Response
 
+from accounts.models import Organization
 from accounts.tenancy import TenantScopedViewSet, scoped
 from billing.limits import limits_for
 from tts_saas.errors import ApiError, error_responses, validation_error
 
-from .lexicon import Entry, merged, problem
+from .lexicon import Entry, Matcher, merged, problem
 from .models import Lexicon
 
 MAX_LEXICONS = 100  # per organization
@@ -28,10 +31,35 @@ def entries_of(lexicon: Lexicon) -> list[Entry]:
     return [Entry(e["text"], e["alias"], bool(e.get("case_sensitive", False))) for e in lexicon.entries]
 
 
+MATCHERS_KEPT = 64
+_matchers: OrderedDict[tuple, Matcher] = OrderedDict()
+_matchers_lock = threading.Lock()
+
+
+def matcher_for(organization, ids: list[str]) -> Matcher:
+    """`entries_for`'s entries compiled, kept per set of lexicon versions (a lexicon's `updated_at`
+    changes with it): a request does not compile thousands of entries again."""
+    lexicons = _lexicons_for(organization, ids)
+    key = tuple((lexicon.id, lexicon.updated_at) for lexicon in lexicons)
+    with _matchers_lock:
+        matcher = _matchers.pop(key, None)
+    if matcher is None:
+        matcher = Matcher(merged(entries_of(lexicon) for lexicon in lexicons))
+    with _matchers_lock:
+        _matchers[key] = matcher
+        while len(_matchers) > MATCHERS_KEPT:
+            _matchers.popitem(last=False)
+    return matcher
+
+
 def entries_for(organization, ids: list[str]) -> list[Entry]:
     """The entries a request applies: its lexicons in the order named, then the organization's
     default ones (oldest first); the first entry for a text wins. An id not of this organization
     is refused (400), whether it exists elsewhere or not."""
+    return merged(entries_of(lexicon) for lexicon in _lexicons_for(organization, ids))
+
+
+def _lexicons_for(organization, ids: list[str]) -> list[Lexicon]:
     found = {
         lexicon.id: lexicon
         for lexicon in scoped(Lexicon, organization).filter(Q(pk__in=ids) | Q(is_default=True)).order_by("created_at")
@@ -41,7 +69,7 @@ def entries_for(organization, ids: list[str]) -> list[Entry]:
             raise ApiError(400, f"No lexicon '{lexicon_id}' in this organization.", "invalid_value", "lexicons")
     named = [found[i] for i in dict.fromkeys(ids)]
     defaults = [lexicon for lexicon in found.values() if lexicon.is_default and lexicon.id not in ids]
-    return merged(entries_of(lexicon) for lexicon in named + defaults)
+    return named + defaults
 
 
 class StrictSerializer(serializers.Serializer):
@@ -63,6 +91,9 @@ class LexiconEntrySerializer(StrictSerializer):
     case_sensitive = serializers.BooleanField(default=False, help_text="false: matches in any case.")
 
     def validate(self, attrs):
+        missing = [name for name in ("text", "alias") if name not in attrs]  # (a PATCH skips required)
+        if missing:
+            raise serializers.ValidationError({missing[0]: ["This field is required."]}, code="required")
         reason = problem(attrs["text"], attrs["alias"])
         if reason:
             raise serializers.ValidationError(reason)
@@ -162,35 +193,43 @@ class LexiconViewSet(mixins.RetrieveModelMixin, TenantScopedViewSet):
         return Response({"id": lexicon_id, "object": "lexicon", "deleted": True})
 
     def _save(self, lexicon: Lexicon, body, partial: bool) -> Response:
-        incoming = LexiconWriteSerializer(data=body, partial=partial)
-        if not incoming.is_valid():
-            raise validation_error(incoming.errors)
-        data = incoming.validated_data
-        org = lexicon.organization
         creating = lexicon._state.adding
-        with transaction.atomic():
-            others = scoped(Lexicon, org).select_for_update().exclude(pk=lexicon.pk)
-            others = list(others)  # locks the organization's lexicons: limits are checked once at a time
-            if creating and len(others) >= MAX_LEXICONS:
-                raise ApiError(403, f"An organization keeps at most {MAX_LEXICONS} lexicons.", "plan_limit_reached")
-            if "entries" in data:
-                limit = limits_for(org).max_lexicon_entries
-                total = sum(len(other.entries) for other in others) + len(data["entries"])
-                if total > limit:
-                    raise ApiError(
-                        403,
-                        f"Your plan allows {limit} lexicon entries in all; this would make {total}.",
-                        "plan_limit_reached",
-                        "entries",
-                    )
-                lexicon.entries = [dict(entry) for entry in data["entries"]]
-            for field in ("name", "is_default"):
-                if field in data:
-                    setattr(lexicon, field, data[field])
-            try:
-                with transaction.atomic():
-                    lexicon.save()
-            except IntegrityError:
-                raise ApiError(409, f"A lexicon named '{lexicon.name}' exists already.", "name_taken", "name") from None
+        save_lexicon(lexicon, body, partial)
         code = status.HTTP_201_CREATED if creating else status.HTTP_200_OK
         return Response(LexiconSerializer(lexicon).data, status=code)
+
+
+def save_lexicon(lexicon: Lexicon, body, partial: bool = False) -> Lexicon:
+    """Create or change `lexicon` from a request body (the API's and the dashboard's): validated,
+    within the plan's entry limit, its name unique in the organization; ApiError otherwise."""
+    incoming = LexiconWriteSerializer(data=body, partial=partial)
+    if not incoming.is_valid():
+        raise validation_error(incoming.errors)
+    data = incoming.validated_data
+    org = lexicon.organization
+    creating = lexicon._state.adding
+    with transaction.atomic():
+        Organization.objects.select_for_update().filter(pk=org.pk).first()  # one change at a time
+        others = list(scoped(Lexicon, org).exclude(pk=lexicon.pk))
+        if creating and len(others) >= MAX_LEXICONS:
+            raise ApiError(403, f"An organization keeps at most {MAX_LEXICONS} lexicons.", "plan_limit_reached")
+        if "entries" in data:
+            limit = limits_for(org).max_lexicon_entries
+            total = sum(len(other.entries) for other in others) + len(data["entries"])
+            if total > limit:
+                raise ApiError(
+                    403,
+                    f"Your plan allows {limit} lexicon entries in all; this would make {total}.",
+                    "plan_limit_reached",
+                    "entries",
+                )
+            lexicon.entries = [dict(entry) for entry in data["entries"]]
+        for field in ("name", "is_default"):
+            if field in data:
+                setattr(lexicon, field, data[field])
+        try:
+            with transaction.atomic():
+                lexicon.save()
+        except IntegrityError:
+            raise ApiError(409, f"A lexicon named '{lexicon.name}' exists already.", "name_taken", "name") from None
+    return lexicon

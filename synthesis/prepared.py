@@ -12,15 +12,15 @@ from django.conf import settings
 
 from billing.limits import Limits
 from inference.engine import SynthesisParams
-from inference.text import PreparedText, TextError, prepare
+from inference.text import MAX_SEGMENT_SECONDS, PreparedText, TextError, estimate_seconds, prepare
 from inference.voices import VOICES
 from tts_saas.errors import ApiError
 
-from . import cache, lexicon
+from . import cache
 from .audio import output_format
 from .captions import Caption
 from .custom_voices import resolve_voice
-from .lexicons import entries_for
+from .lexicons import matcher_for
 
 
 def speed_level(speed: float) -> int:
@@ -40,6 +40,12 @@ class PreparedSpeech:
     @property
     def cache_text(self) -> str:
         return cache.segments_text(self.text.segments)
+
+    @property
+    def shown_texts(self) -> tuple[str, ...]:
+        """The segments as this request's captions show them (identical requests may share audio
+        made for another's text: their captions still show their own)."""
+        return self.caption_texts or self.text.segments
 
     @property
     def characters(self) -> int:
@@ -96,8 +102,17 @@ def prepare_speech(data: dict, organization, cacheable: bool = True) -> Prepared
         text = prepare(data["input"])
     except TextError as exc:
         raise ApiError(400, str(exc), "invalid_input", "input") from exc
-    entries = entries_for(organization, data.get("lexicons", []))
-    spoken = tuple(lexicon.apply(segment, entries) for segment in text.segments)
+    matcher = matcher_for(organization, data.get("lexicons", []))
+    spoken = tuple(matcher.apply(segment) for segment in text.segments)
+    for i, segment in enumerate(spoken):
+        if estimate_seconds(segment) > 2 * MAX_SEGMENT_SECONDS:  # aliases must not blow a sentence up
+            raise ApiError(
+                400,
+                f"The lexicons' aliases make sentence {i + 1} too long to speak ({len(segment)} characters "
+                f"from {len(text.segments[i])}); use shorter aliases.",
+                "invalid_value",
+                "lexicons",
+            )
     if spoken != text.segments:
         text, shown = PreparedText(text=text.text, segments=spoken), text.segments
     else:

@@ -144,7 +144,12 @@ async def speak(
         # No synthesis: no concurrency slot, charged and logged in one transaction.
         seconds = len(entry.pcm16) / 2 / SAMPLE_RATE
         await in_thread(record_cache_hit)(principal, limits, speech, request_id, started, seconds)
-        return CachedSpeech(entry.pcm16, speech.params.seed, entry.captions)
+        shown = speech.shown_texts  # the entry may have been made for another text (lexicons)
+        captions = [
+            Caption(shown[i], c.start, c.end) if len(entry.captions) == len(shown) else c
+            for i, c in enumerate(entry.captions)
+        ]
+        return CachedSpeech(entry.pcm16, speech.params.seed, captions)
 
     if not idempotency_key and (cached := await from_cache()) is not None:
         return cached
@@ -231,6 +236,7 @@ async def share(
         seed=speech.params.seed,
         characters=characters,
         deadline=queue_deadline(True),
+        caption_texts=speech.shown_texts,
     )
 
 

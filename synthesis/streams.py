@@ -31,13 +31,13 @@ class Event:
         return value.decode() if value is not None else default
 
 
-def publish(job_id, event_type: str, **fields) -> None:
-    """Append an event to the job's stream, which keeps its last TTS_STREAM_MAX_EVENTS (Redis trims
-    the oldest, approximately: a long job's beginning is in its stored file, not in its stream)."""
+def publish(job_id, event_type: str, keep: int | None = None, **fields) -> None:
+    """Append an event to the job's stream; with `keep`, the stream keeps about its last `keep`
+    events (Redis trims the oldest: an asynchronous job's beginning is in its stored file)."""
     key = stream_key(job_id)
     data = {"type": event_type, **{k: v if isinstance(v, bytes) else str(v) for k, v in fields.items()}}
     pipe = get_redis().pipeline(transaction=False)
-    pipe.xadd(key, data, maxlen=settings.TTS_STREAM_MAX_EVENTS, approximate=True)
+    pipe.xadd(key, data, maxlen=keep, approximate=True)
     pipe.expire(key, settings.TTS_STREAM_TTL)
     pipe.execute()
 
@@ -58,6 +58,14 @@ def restart(job_id, lost_attempt: int) -> None:
 def has_audio(job_id) -> bool:
     """Whether the job's stream holds audio (readers may have passed some on)."""
     return any(fields.get(b"type") == b"audio" for _, fields in get_redis().xrange(stream_key(job_id), count=16))
+
+
+async def starts_at_beginning(job_id) -> bool:
+    """Whether the job's stream still holds its first audio (or none yet): an asynchronous job's
+    stream keeps its last events only."""
+    entries = await get_async_redis().xrange(stream_key(job_id), count=64)
+    seqs = [fields.get(b"seq") for _, fields in entries if fields.get(b"type") == b"audio"]
+    return not seqs or seqs[0] == b"0"
 
 
 async def exists(job_id) -> bool:

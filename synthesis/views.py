@@ -29,7 +29,7 @@ from tts_saas.errors import ApiError, error_responses, require_methods, validati
 from tts_saas.parsers import load_json
 from tts_saas.threads import in_thread
 
-from . import audio, captions
+from . import audio, captions, streams
 from .captions import Caption
 from .feed import JobAudioFeed
 from .jobs import Submission, cancel_job, request_digest
@@ -205,6 +205,8 @@ async def job_stream(request: HttpRequest, job_id) -> HttpResponse:
     check_format(limits, fmt, "format")
     feed = JobAudioFeed(job.id, characters=job.characters, queue_timeout=3600)
     await feed.check_not_expired()  # 410 now, while the status line can still say so
+    if not await streams.starts_at_beginning(job.id):
+        raise feed.truncated()
     return audio_response(feed, fmt, request.GET.get("stream_format") == "sse", owner=False)
 
 

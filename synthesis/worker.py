@@ -54,6 +54,9 @@ class JobRun:
         self.held: dict[int, list[np.ndarray]] = {}  # audio of later segments, waiting their turn
         self.pcm = tempfile.SpooledTemporaryFile(max_size=SPOOL_BYTES)  # the audio published, in order
         self.chunks = 0  # audio events published (each one's `seq`)
+        # A live request's stream is kept whole (its reader may lag); an asynchronous job's keeps its
+        # last events (its stored file has it all).
+        self.keep = None if job.interactive else settings.TTS_STREAM_MAX_EVENTS
         self.position = 0  # samples published
         self.starts: dict[int, int] = {}  # segment -> its first sample
         self.captions: list[Caption] = []  # the segments closed so far, in order
@@ -152,9 +155,11 @@ class JobRun:
         streams.publish(self.job.id, "segment", index=segment, **caption.as_dict())
 
     def _publish_pcm(self, pcm: bytes) -> None:
+        if self.finished:  # settled (failed, timed out): a stopped row's last fade has nowhere to go
+            return
         if not self.chunks:
             worker_metrics.FIRST_AUDIO.observe((timezone.now() - self.job.created_at).total_seconds())
-        streams.publish(self.job.id, "audio", seq=self.chunks, pcm=pcm)
+        streams.publish(self.job.id, "audio", seq=self.chunks, pcm=pcm, keep=self.keep)
         self.pcm.write(pcm)
         self.chunks += 1
         self.position += len(pcm) // 2
@@ -176,21 +181,20 @@ class JobRun:
         never all in memory), saved with Django's storage."""
         job = self.job
         spec = output_format(job.response_format)
-        body = tempfile.TemporaryFile()
-        encoder = StreamEncoder(f"pcm_{spec.sample_rate}" if spec.codec == "wav" else job.response_format)
-        self.pcm.seek(0)
-        while block := self.pcm.read(BLOCK_BYTES):
-            body.write(encoder.feed(block))
-        body.write(encoder.finish())
-        out = body
-        if spec.codec == "wav":  # a stored WAV says its sizes
-            out = tempfile.TemporaryFile()
-            out.write(wav_header(body.tell() // 2, spec.sample_rate))
-            body.seek(0)
-            shutil.copyfileobj(body, out)
-            body.close()
-        out.seek(0)
-        with out:
+        with tempfile.TemporaryFile() as body, tempfile.TemporaryFile() as whole:
+            encoder = StreamEncoder(f"pcm_{spec.sample_rate}" if spec.codec == "wav" else job.response_format)
+            self.pcm.seek(0)
+            while block := self.pcm.read(BLOCK_BYTES):
+                body.write(encoder.feed(block))
+            body.write(encoder.finish())
+            out = body
+            if spec.codec == "wav":  # a stored WAV says its sizes (past RIFF's 4 GiB: "unknown")
+                samples = body.tell() // 2
+                whole.write(wav_header(samples if samples * 2 + 36 < 2**32 else None, spec.sample_rate))
+                body.seek(0)
+                shutil.copyfileobj(body, whole)
+                out = whole
+            out.seek(0)
             job.result.save(f"{job.id}.{spec.extension}", File(out), save=False)
 
     def fail(self, status: int, code: str, message: str) -> None:

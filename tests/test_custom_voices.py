@@ -115,6 +115,8 @@ def test_voices_are_validated_limited_by_the_plan_and_scoped_to_their_organizati
             ({"name": "x", "seed": 1, "speaker": embedding(64)}, "seed"),
             ({"name": "x", "speaker": "not an embedding"}, "speaker"),
             ({"name": "Alloy", "seed": 1}, "name"),
+            ({"name": "<img src=x onerror=alert(1)>", "seed": 1}, "name"),
+            ({"name": "two\nlines", "seed": 1}, "name"),
             ({"name": "x", "seed": 1, "sample": "…"}, "sample"),
         ):
             refused = client.post("/audio/voices", json=body)

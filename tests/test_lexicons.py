@@ -98,5 +98,11 @@ def test_lexicons_are_validated_scoped_to_their_organization_and_limited_by_the_
         used = other.post("/audio/speech", json={"input": "x", "lexicons": [mine["id"]]})
         assert used.status_code == 400 and used.json()["error"]["param"] == "lexicons"
         assert client.get("/lexicons/lex_nope").status_code == 404
+        half = client.patch(f"/lexicons/{mine['id']}", json={"entries": [{"text": "x"}]})
+        assert half.status_code == 400 and half.json()["error"]["param"] == "entries[0].alias"
+        blown = client.post("/lexicons", json={"name": "blow-up", "entries": [{"text": "a", "alias": "y" * 200}]})
+        assert blown.status_code == 201
+        refused = client.post("/audio/speech", json={"input": "a " * 60, "lexicons": [blown.json()["id"]]})
+        assert refused.status_code == 400 and refused.json()["error"]["param"] == "lexicons"
         assert client.delete(url).json() == {"id": mine["id"], "object": "lexicon", "deleted": True}
         assert client.get(url).status_code == 404

@@ -82,14 +82,16 @@ def test_a_job_may_be_as_long_as_the_plan_says(live_stack, owner):
     assert ceiling.status_code == 400 and ceiling.json()["error"]["param"] == "input"
 
 
-def test_a_reader_whose_start_was_trimmed_from_the_stream_is_told_to_fetch_the_file(owner, settings, redis_client):
-    settings.TTS_STREAM_MAX_EVENTS = 10
-    job = make_job(owner.org, status="running")
+def test_a_reader_whose_start_was_trimmed_from_the_stream_is_told_to_fetch_the_file(live_stack, owner, redis_client):
+    job = make_job(owner.org, status="running", interactive=False)
     streams.publish(job.id, "start", model_version="v")
     for seq in range(40):  # a long job's stream keeps its last events only
-        streams.publish(job.id, "audio", seq=seq, pcm=b"\x00\x00" * 100)
+        streams.publish(job.id, "audio", keep=10, seq=seq, pcm=b"\x00\x00" * 100)
     assert redis_client.xlen(streams.stream_key(job.id)) < 41  # trimmed (Redis trims whole nodes: about)
     with pytest.raises(ApiError) as info:
         async_to_sync(JobAudioFeed(job.id).read_all)()
     assert info.value.status == 410 and info.value.code == "stream_truncated"
     assert f"/v1/jobs/{job.id}/audio" in info.value.message
+    with live_stack.client(owner.key) as client:  # said with the status line, before any audio
+        late = client.get(f"/jobs/{job.id}/stream", params={"format": "pcm"})
+    assert late.status_code == 410 and late.json()["error"]["code"] == "stream_truncated"

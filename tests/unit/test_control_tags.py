@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from inference import text as text_module
-from inference.text import INLINE_TAGS, TextError, normalize_segment, prepare
+from inference.text import INLINE_TAGS, TextError, _prepare_memoised, normalize_segment, prepare
 
 # ChatTTS's tokenizer's special tokens that are not user tags.
 CHATTTS_SPECIAL = [
@@ -30,10 +30,10 @@ CHATTTS_SPECIAL = [
 
 @pytest.fixture(autouse=True)
 def fresh_prepare():
-    prepare.cache_clear()  # memoised: a test that patches normalize must not see another's result
+    _prepare_memoised.cache_clear()  # memoised: a test that patches normalize must not see another's result
     normalize_segment.cache_clear()
     yield
-    prepare.cache_clear()
+    _prepare_memoised.cache_clear()
     normalize_segment.cache_clear()
 
 

@@ -3,7 +3,9 @@ one pass, CJK entries matched anywhere, precedence when lexicons are merged, ent
 
 from __future__ import annotations
 
-from synthesis.lexicon import Entry, apply, merged, problem
+import time
+
+from synthesis.lexicon import Entry, Matcher, apply, merged, problem
 
 
 def test_whole_words_only():
@@ -43,3 +45,23 @@ def test_entry_validation():
     assert problem("", "x") and problem(" Acme", "x") and problem("Acme", "  ")
     assert problem("a" * 101, "x") and problem("Acme", "x" * 201)
     assert problem("Ac\nme", "x") and problem(5, "x")
+
+
+def test_latin_entries_match_between_cjk_characters_and_symbol_edges_respect_words():
+    entries = [Entry("SQL", "sequel"), Entry(".NET", "dot net"), Entry("C++", "C plus plus")]
+    assert apply("我用SQL查询", entries) == "我用sequel查询"
+    assert apply("use .NET, not ASP.NET", entries) == "use dot net, not ASP.NET"
+    assert apply("C++ and C++x", entries) == "C plus plus and C++x"
+
+
+def test_runs_of_white_space_match_any_white_space():
+    assert apply("New\n  York", [Entry("New York", "NY")]) == "NY"
+
+
+def test_thousands_of_entries_cost_time_in_the_text_not_in_the_entries():
+    entries = [Entry(f"term{i}", f"alias {i}") for i in range(20_000)]
+    text = "Some words with term123 and TERM19999 in them. " * 90  # ~4,300 characters
+    started = time.perf_counter()
+    spoken = Matcher(entries).apply(text)
+    assert time.perf_counter() - started < 1.0  # a regex of 20,000 alternatives took minutes
+    assert spoken.count("alias 123") == 90 and spoken.count("alias 19999") == 90
