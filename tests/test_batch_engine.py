@@ -26,6 +26,7 @@ from inference.engine import PAUSE_SECONDS, SynthesisParams, SynthesisRequest
 from inference.generation import RowPlan, generate
 from inference.runner import LOADED_FIRST_CHUNK_TOKENS
 from inference.text import SAMPLE_RATE
+from inference.voices import VOICES
 
 CHECKPOINT = os.environ.get("TTS_TEST_CHECKPOINT", "")
 DEVICE = os.environ.get("TTS_TEST_DEVICE", "cpu")  # cuda: the same checks on a GPU (bench/gpu.sh runs them)
@@ -322,3 +323,41 @@ def test_teacher_forcing_with_a_rows_own_tokens_gives_them_back(engine):
                 sampled[key].append(step.tokens[i].cpu().numpy())
     for key, tokens in ids.items():
         np.testing.assert_array_equal(np.stack(sampled[key]), tokens)
+
+
+def test_every_segment_of_a_voice_gets_the_voice_s_embedding_and_its_tokens_follow(engine):
+    # An organization's voice carries its ChatTTS embedding string: what the engine writes at each
+    # segment's [spk_emb] position is that embedding (normalised), in any batch; a voice made from
+    # a built-in voice's embedding gives that voice's tokens for a fixed seed.
+    import torch.nn.functional as F  # noqa: PLC0415  (this module's other tests need no torch functional)
+
+    speaker = engine.speaker(VOICES["nova"].seed)
+    custom = SynthesisParams(voice_seed=0, seed=8, speaker=speaker)
+    builtin = SynthesisParams(voice_seed=VOICES["nova"].seed, seed=8)
+    segments = ["The first segment of a long text.", "A second one, much the same.", "And a third."]
+    rows = [BatchRow(f"s{i}", text, custom, 40) for i, text in enumerate(segments)]
+    rows.append(BatchRow("other", "Another voice in the same batch.", P2, 40))
+    emb, _ = engine._prompts(rows)
+    ids, _, _ = engine.chat.tokenizer.encode(
+        [
+            engine.chat.speaker.decorate_code_prompts(
+                [engine.chat.normalizer(r.text, True, True, None)],
+                f"[speed_{r.params.speed}]",
+                None,
+                engine.row_speaker(r.params),
+            )[0]
+            for r in rows
+        ],
+        engine.chat.config.gpt.num_vq,
+        device=engine.chat.device_gpt,
+    )
+    at = ids[..., 0].eq(engine.chat.tokenizer.spk_emb_ids)
+    expected = F.normalize(torch.from_numpy(engine.chat.speaker._decode(speaker)).float(), dim=0)
+    for i in range(len(segments)):
+        (position,) = at[i].nonzero().flatten().tolist()
+        torch.testing.assert_close(emb[i, position].float().cpu(), expected, rtol=0, atol=1e-3)
+    (position,) = at[3].nonzero().flatten().tolist()
+    assert not torch.allclose(emb[3, position].float().cpu(), expected, atol=1e-3)  # its own voice
+    _, with_custom = run(engine, [BatchRow("c", segments[0], custom, 40)])
+    _, with_builtin = run(engine, [BatchRow("c", segments[0], builtin, 40)])
+    np.testing.assert_array_equal(with_custom["c"], with_builtin["c"])
