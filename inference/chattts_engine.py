@@ -133,9 +133,20 @@ class ChatTTSEngine:
         logger.info("model loaded: %s on %s, %d torch threads", version, dev, torch.get_num_threads())
         return cls(chat, dev, version, random_weights, fixed_length, precision)
 
-    def row_speaker(self, p: SynthesisParams) -> str:
-        """The row's speaker embedding string: its voice's own, or sampled with its voice seed."""
-        return p.speaker or self.speaker(p.voice_seed)
+    def row_speaker(self, p: SynthesisParams) -> str | None:
+        """The row's speaker embedding string: its voice's own, or sampled with its voice seed; None
+        for a voice made from a recording (the recording's codes are its speaker)."""
+        if p.speaker:
+            return p.speaker
+        return None if p.sample else self.speaker(p.voice_seed)
+
+    def sample_speaker(self, recording: np.ndarray) -> str:
+        """A recording's codes for ChatTTS's zero-shot speaker (`spk_smp`): the DVAE's encoder over
+        mono float32 audio at 24 kHz."""
+        import torch  # noqa: PLC0415  (torch/ChatTTS: worker processes only)
+
+        with torch.inference_mode():
+            return self.chat.sample_audio_speaker(np.ascontiguousarray(recording, dtype=np.float32))
 
     def speaker_problem(self, speaker: str) -> str | None:
         """Why this model cannot use an embedding string (its size), or None."""
@@ -179,6 +190,8 @@ class ChatTTSEngine:
         code = ChatTTS.Chat.InferCodeParams(
             prompt=f"[speed_{p.speed}]",
             spk_emb=self.row_speaker(p),
+            spk_smp=p.sample or None,
+            txt_smp=p.sample_text or None,
             temperature=p.temperature,
             top_P=p.top_p,
             top_K=p.top_k,
@@ -259,29 +272,60 @@ class ChatTTSEngine:
         import torch  # noqa: PLC0415  (torch/ChatTTS: worker processes only)
 
         chat = self.chat
-        texts = []
+        texts, speakers = [], []
         for row in rows:
             # The text is normalised already; ChatTTS's normaliser maps what is left (as infer did).
             text = chat.normalizer(row.text, True, True, None)
             if row.params.refine_text:
                 text = self._refine(text, row.params)
             spk = self.row_speaker(row.params)
-            texts.append(chat.speaker.decorate_code_prompts([text], f"[speed_{row.params.speed}]", None, spk)[0])
+            speakers.append(spk)
+            sample_text = row.params.sample_text or None
+            speed = f"[speed_{row.params.speed}]"
+            texts.append(chat.speaker.decorate_code_prompts([text], speed, sample_text, spk)[0])
+        if any(row.params.sample for row in rows):
+            return self._prompts_with_samples(rows, texts)
         with torch.inference_mode():
             input_ids, attention_mask, text_mask = chat.tokenizer.encode(
                 texts, chat.config.gpt.num_vq, device=chat.device_gpt
             )
             emb = chat.embed(input_ids, text_mask)
-            for i, row in enumerate(rows):
+            for i, spk in enumerate(speakers):
+                assert spk is not None  # (rows without a recording have an embedding)
                 # Speaker.apply writes one embedding over the whole batch: apply it row by row.
                 chat.speaker.apply(
                     emb.narrow(0, i, 1),
-                    self._speaker_tensor(self.row_speaker(row.params)),
+                    self._speaker_tensor(spk),
                     input_ids.narrow(0, i, 1),
                     chat.tokenizer.spk_emb_ids,
                     chat.device_gpt,
                 )
         return emb, attention_mask
+
+    def _prompts_with_samples(self, rows: list[BatchRow], texts: list[str]):
+        """`_prompts` when some rows' voices are recordings: ChatTTS puts a recording's codes after
+        the text of every row of an encoding, so each row is encoded alone and left-padded (the
+        padding is masked out, and positions count from each row's first token)."""
+        import torch  # noqa: PLC0415  (torch/ChatTTS: worker processes only)
+
+        chat = self.chat
+        embs, masks = [], []
+        with torch.inference_mode():
+            for row, text in zip(rows, texts, strict=True):
+                codes = chat.speaker.decode_prompt(row.params.sample) if row.params.sample else None
+                ids, mask, text_mask = chat.tokenizer.encode(
+                    [text], chat.config.gpt.num_vq, prompt=codes, device=chat.device_gpt
+                )
+                emb = chat.embed(ids, text_mask)
+                spk = self.row_speaker(row.params)
+                if spk is not None:
+                    chat.speaker.apply(emb, self._speaker_tensor(spk), ids, chat.tokenizer.spk_emb_ids, chat.device_gpt)
+                embs.append(emb[0])
+                masks.append(mask[0])
+            length = max(e.size(0) for e in embs)
+            emb = torch.stack([torch.nn.functional.pad(e, (0, 0, length - e.size(0), 0)) for e in embs])
+            mask = torch.stack([torch.nn.functional.pad(m, (length - m.size(0), 0)) for m in masks])
+        return emb, mask
 
     def _refine(self, text: str, p: SynthesisParams) -> str:
         """ChatTTS's text refinement of one row (adds [uv_break], [laugh], …), as `Chat._infer` does."""

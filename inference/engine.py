@@ -36,6 +36,8 @@ class SynthesisParams:
     refine_prompt: str = ""
     use_decoder: bool = True
     speaker: str = ""  # a ChatTTS speaker embedding string (an organization's voice); else voice_seed's
+    sample: str = ""  # a recording's codes (ChatTTS `spk_smp`): the voice is the recording's speaker
+    sample_text: str = ""  # what the recording says, spelled out (ChatTTS `txt_smp`)
 
 
 @dataclass

@@ -31,6 +31,7 @@ byte-identical (their audio is)."""
 
 from __future__ import annotations
 
+import io
 import struct
 from dataclasses import dataclass
 
@@ -132,6 +133,35 @@ def output_format(name: str) -> Format:
         elif len(parts) == 3 and parts[0] == "mp3" and parts[1] in ("22050", "24000") and parts[2].isdigit():
             reason = f" (mp3 at {parts[1]} Hz is MPEG-2: at most {MPEG2_MAX_KBPS} kbps)"
     raise ValueError(f"Unsupported output_format {name!r}{reason}. {_ACCEPTED}")
+
+
+def decode_recording(data: bytes, min_seconds: float, max_seconds: float) -> np.ndarray:
+    """An uploaded recording (any container and codec FFmpeg reads: wav, mp3, flac, ogg/opus,
+    m4a/aac, webm) as mono float32 at 24 kHz, resampled by libswresample; ValueError with a message
+    for people when it is not audio, too short or too long, below 8 kHz, or silent."""
+    try:
+        with av.open(io.BytesIO(data)) as container:
+            if not container.streams.audio:
+                raise ValueError("The file has no audio.")
+            stream = container.streams.audio[0]
+            if (stream.codec_context.sample_rate or 0) < 8000:
+                raise ValueError("The recording's sample rate is below 8 kHz.")
+            resampler = av.AudioResampler(format="flt", layout="mono", rate=SAMPLE_RATE)
+            parts: list[np.ndarray] = []
+            for frame in container.decode(stream):
+                parts += [f.to_ndarray().reshape(-1) for f in resampler.resample(frame)]
+                if sum(len(p) for p in parts) > (max_seconds + 1) * SAMPLE_RATE:
+                    break
+            parts += [f.to_ndarray().reshape(-1) for f in resampler.resample(None)]
+    except (av.error.FFmpegError, UnicodeDecodeError, IndexError) as exc:
+        raise ValueError("The file is not audio FFmpeg can read (wav, mp3, flac, ogg, m4a, webm).") from exc
+    samples = np.concatenate(parts) if parts else np.zeros(0, dtype=np.float32)
+    seconds = len(samples) / SAMPLE_RATE
+    if not min_seconds <= seconds <= max_seconds:
+        raise ValueError(f"The recording is {seconds:.1f} s long; use {min_seconds:g} to {max_seconds:g} s.")
+    if float(np.abs(samples).max()) < 1e-3:
+        raise ValueError("The recording is silent.")
+    return samples.astype(np.float32)
 
 
 def wav_header(num_samples: int | None, sample_rate: int = SAMPLE_RATE) -> bytes:

@@ -14,13 +14,15 @@ from __future__ import annotations
 
 import lzma
 import re
+from dataclasses import dataclass
 
 import numpy as np
 import pybase16384 as b14
 from django.db import IntegrityError, transaction
 from drf_spectacular.utils import extend_schema, extend_schema_serializer
 from rest_framework import serializers, status
-from rest_framework.decorators import api_view, authentication_classes, permission_classes
+from rest_framework.decorators import api_view, authentication_classes, parser_classes, permission_classes
+from rest_framework.parsers import MultiPartParser
 from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 
@@ -28,11 +30,16 @@ from accounts.models import Organization
 from accounts.tenancy import scoped
 from billing.limits import limits_for
 from billing.policy import OptionalApiKeyAuthentication
+from inference.text import TextError, prepare
 from inference.voices import VOICES
 from tts_saas.errors import ApiError, error_responses, validation_error
+from tts_saas.parsers import JSONParser
+from tts_saas.redis import get_redis
 
+from .audio import decode_recording
 from .lexicons import StrictSerializer
 from .models import Voice
+from .queue import enqueue_voice_recording
 
 VOICE_ID = re.compile(r"voice_[0-9a-f]{16}")
 NAME = re.compile(r"\A[\w .'()-]{1,64}\Z")
@@ -67,15 +74,58 @@ def canonical(speaker: str) -> str:
     return b14.encode_to_string(lzma.compress(values, format=lzma.FORMAT_RAW, filters=_LZMA))
 
 
-def resolve_voice(organization, value: str) -> tuple[int, str]:
+@dataclass(frozen=True)
+class Speaker:
+    """What the worker needs of a voice (`inference.engine.SynthesisParams`' fields)."""
+
+    voice_seed: int
+    speaker: str = ""
+    sample: str = ""
+    sample_text: str = ""
+
+
+def resolve_voice(organization, value: str) -> Speaker:
     """A request's `voice` (a built-in name or this organization's `voice_…` id) as what the worker
-    needs: (seed, speaker embedding string or "")."""
+    needs; 400 for a voice not of this organization or one whose recording failed, 409 for one
+    whose recording is still being encoded."""
     if value in VOICES:
-        return VOICES[value].seed, ""
-    voice = scoped(Voice, organization).filter(pk=value).only("seed", "speaker").first()
+        return Speaker(VOICES[value].seed)
+    voice = scoped(Voice, organization).filter(pk=value).first()
     if voice is None:
         raise ApiError(400, f"voice: No voice '{value}' in this organization.", "invalid_value", "voice")
-    return voice.seed or 0, voice.speaker
+    if voice.status == Voice.Status.PROCESSING:
+        raise ApiError(
+            409, "The voice's recording is still being encoded; try again in a few seconds.", "voice_not_ready", "voice"
+        )
+    if voice.status == Voice.Status.FAILED:
+        raise ApiError(400, f"The voice could not be made from its recording: {voice.error}", "invalid_voice", "voice")
+    return Speaker(voice.seed or 0, voice.speaker, voice.sample, voice.sample_text)
+
+
+RECORDING_SECONDS = (1.0, 15.0)  # ChatTTS's zero-shot works best on short references (<= ~10 s)
+RECORDING_KEY = "tts:voice_recording:{}"  # the decoded recording, for the worker to encode (an hour)
+
+
+class RecordingVoiceSerializer(StrictSerializer):
+    name = serializers.RegexField(NAME, max_length=64)
+    description = serializers.CharField(max_length=300, required=False, default="", allow_blank=True)
+    transcript = serializers.CharField(max_length=300, help_text="Exactly what the recording says.")
+    audio = serializers.FileField(help_text="1 to 15 s of one speaker: wav, mp3, flac, ogg/opus, m4a or webm.")
+    keep_upload = serializers.BooleanField(
+        required=False, default=False, help_text="Keep the uploaded file with the voice (it is not kept otherwise)."
+    )
+
+    def validate_name(self, name: str) -> str:
+        return VoiceCreateSerializer.validate_name(self, name)  # type: ignore[arg-type]
+
+    def validate_transcript(self, transcript: str) -> str:
+        if any(tag in transcript for tag in ("[Stts]", "[spk_emb]", "[empty_spk]", "[Ptts]")):
+            raise serializers.ValidationError("The transcript holds a ChatTTS control token.")
+        try:
+            prepare(transcript)
+        except TextError as exc:
+            raise serializers.ValidationError(str(exc)) from None
+        return " ".join(transcript.split())
 
 
 class VoiceCreateSerializer(StrictSerializer):
@@ -113,7 +163,19 @@ class OwnVoiceSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Voice
-        fields = ["id", "object", "name", "description", "source", "seed", "speaker", "created_at"]
+        fields = [
+            "id",
+            "object",
+            "name",
+            "description",
+            "source",
+            "seed",
+            "speaker",
+            "transcript",
+            "status",
+            "error",
+            "created_at",
+        ]
 
     def get_object(self, voice) -> str:
         return "voice"
@@ -158,7 +220,7 @@ def _listing(organization) -> list[dict]:
     methods=["POST"],
     operation_id="audio_voices_create",
     auth=[{"ApiKey": []}],
-    request=VoiceCreateSerializer,
+    request={"application/json": VoiceCreateSerializer, "multipart/form-data": RecordingVoiceSerializer},
     responses={
         201: OwnVoiceSerializer,
         **error_responses(
@@ -170,9 +232,11 @@ def _listing(organization) -> list[dict]:
             }
         ),
     },
-    description="A voice from a seed or a ChatTTS speaker embedding string.",
+    description="A voice from a seed or a ChatTTS speaker embedding string (JSON), or from a reference "
+    "recording and its transcript (multipart; the voice is `processing` until a worker has encoded it).",
 )
 @api_view(["GET", "POST"])
+@parser_classes([JSONParser, MultiPartParser])
 @authentication_classes([OptionalApiKeyAuthentication])
 @permission_classes([AllowAny])
 def audio_voices(request) -> Response:
@@ -181,8 +245,40 @@ def audio_voices(request) -> Response:
         return Response({"voices": _listing(org)})
     if org is None:
         raise ApiError(401, "Creating a voice needs an API key.", "invalid_api_key")
-    voice = create_voice(org, request.data)
+    if request.content_type.startswith("multipart/form-data"):
+        voice = create_voice_from_recording(org, request.data)
+    else:
+        voice = create_voice(org, request.data)
     return Response(OwnVoiceSerializer(voice).data, status=status.HTTP_201_CREATED)
+
+
+def create_voice_from_recording(org, body) -> Voice:
+    """A voice from a reference recording and its transcript: checked and decoded here (24 kHz
+    mono), encoded by a worker's model (ChatTTS's `sample_audio_speaker`), usable once `ready`."""
+    incoming = RecordingVoiceSerializer(data=body)
+    if not incoming.is_valid():
+        raise validation_error(incoming.errors)
+    data = incoming.validated_data
+    upload = data["audio"]
+    try:
+        recording = decode_recording(upload.read(), *RECORDING_SECONDS)
+    except ValueError as exc:
+        raise ApiError(400, f"audio: {exc}", "invalid_value", "audio") from None
+    voice = _create(
+        org,
+        name=data["name"],
+        description=data["description"],
+        source=Voice.Source.RECORDING,
+        transcript=data["transcript"],
+        status=Voice.Status.PROCESSING,
+    )
+    if data["keep_upload"]:
+        upload.seek(0)
+        voice.upload.save(f"{voice.id}-{upload.name[-60:]}", upload, save=True)
+    pcm = (np.clip(recording, -1.0, 1.0) * 32767).astype("<i2").tobytes()
+    get_redis().set(RECORDING_KEY.format(voice.id), pcm, ex=3600)
+    enqueue_voice_recording(voice.id)
+    return voice
 
 
 def create_voice(org, body) -> Voice:
@@ -192,25 +288,28 @@ def create_voice(org, body) -> Voice:
     if not incoming.is_valid():
         raise validation_error(incoming.errors)
     data = incoming.validated_data
+    return _create(
+        org,
+        name=data["name"],
+        description=data["description"],
+        source=Voice.Source.SEED if "seed" in data else Voice.Source.EMBEDDING,
+        seed=data.get("seed"),
+        speaker=data.get("speaker", ""),
+    )
+
+
+def _create(org, **fields) -> Voice:
+    """A voice of `org`, within its plan's limit and with a name of its own."""
     limit = limits_for(org).max_custom_voices
     with transaction.atomic():
         Organization.objects.select_for_update().filter(pk=org.pk).first()  # one creation at a time
-        held = scoped(Voice, org).count()
-        if held >= limit:
+        if scoped(Voice, org).count() >= limit:
             raise ApiError(403, f"Your plan allows {limit} voices of your own; delete one first.", "plan_limit_reached")
         try:
             with transaction.atomic():
-                voice = Voice.objects.create(
-                    organization=org,
-                    name=data["name"],
-                    description=data["description"],
-                    source=Voice.Source.SEED if "seed" in data else Voice.Source.EMBEDDING,
-                    seed=data.get("seed"),
-                    speaker=data.get("speaker", ""),
-                )
+                return Voice.objects.create(organization=org, **fields)
         except IntegrityError:
-            raise ApiError(409, f"A voice named '{data['name']}' exists already.", "name_taken", "name") from None
-    return voice
+            raise ApiError(409, f"A voice named '{fields['name']}' exists already.", "name_taken", "name") from None
 
 
 def _voice(org, voice_id: str) -> Voice:

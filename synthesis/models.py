@@ -87,6 +87,12 @@ class Voice(models.Model):
     class Source(models.TextChoices):
         SEED = "seed"
         EMBEDDING = "embedding"
+        RECORDING = "recording"
+
+    class Status(models.TextChoices):
+        READY = "ready"
+        PROCESSING = "processing"  # a recording waits for a worker to encode it
+        FAILED = "failed"
 
     id = models.CharField(primary_key=True, max_length=32, default=new_voice_id, editable=False)
     organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="voices")
@@ -95,6 +101,14 @@ class Voice(models.Model):
     source = models.CharField(max_length=16, choices=Source.choices)
     seed = models.PositiveIntegerField(null=True, blank=True)
     speaker = models.TextField(blank=True)  # the embedding string (source "embedding")
+    # Source "recording": ChatTTS's encoding of the reference audio (`spk_smp`), its transcript as sent
+    # and as spelled out for the model (`txt_smp`); the upload itself only when the tenant asked.
+    sample = models.TextField(blank=True)
+    transcript = models.TextField(blank=True)
+    sample_text = models.TextField(blank=True)
+    upload = models.FileField(upload_to="voices/", blank=True)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.READY)
+    error = models.CharField(max_length=300, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:

@@ -123,10 +123,12 @@ def prepare_speech(data: dict, organization, cacheable: bool = True) -> Prepared
     cacheable = cacheable and seed is not None
     if seed is None:
         seed = secrets.randbelow(2**31)
-    voice_seed, speaker = resolve_voice(organization, data["voice"])
+    voice = resolve_voice(organization, data["voice"])
     params = SynthesisParams(
-        voice_seed=voice_seed,
-        speaker=speaker,
+        voice_seed=voice.voice_seed,
+        speaker=voice.speaker,
+        sample=voice.sample,
+        sample_text=voice.sample_text,
         seed=seed,
         temperature=data["temperature"],
         top_p=data["top_p"],

@@ -8,6 +8,7 @@ from tts_saas.request_id import request_id_var
 
 SYNTHESIZE = "synthesis.tasks.synthesize_job"
 DELIVER_CALLBACK = "synthesis.tasks.deliver_callback"
+ENCODE_VOICE = "synthesis.tasks.encode_voice_recording"
 
 
 def _send(name: str, job_id, *, request_id: str = "", **options) -> None:
@@ -19,6 +20,11 @@ def enqueue_synthesis(job_id, *, priority: int, expires: float, request_id: str)
     """On the `tts` queue; `expires`: a worker that comes back after the job's time to wait drops
     the task unrun."""
     _send(SYNTHESIZE, job_id, request_id=request_id, queue="tts", priority=priority, expires=expires)
+
+
+def enqueue_voice_recording(voice_id: str) -> None:
+    """On the `tts` queue: a worker's model encodes the recording (at the front of the queue)."""
+    _send(ENCODE_VOICE, voice_id, queue="tts", priority=0, expires=3600)
 
 
 def enqueue_callback(job_id, request_id: str = "") -> None:

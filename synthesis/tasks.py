@@ -16,6 +16,7 @@ import logging
 import sys
 from contextvars import Token
 
+import numpy as np
 from celery import shared_task
 from celery.signals import task_postrun, task_prerun, worker_init, worker_shutdown
 from django.conf import settings
@@ -23,7 +24,7 @@ from django.conf import settings
 from billing.limits import limits_for
 from inference.chattts_engine import ChatTTSEngine, check_model_dir
 from inference.engine import ModelUnavailable
-from inference.text import TOKENS_PER_SECOND, TextError
+from inference.text import TOKENS_PER_SECOND, TextError, normalize_segment
 from inference.text import preload as preload_normalizers
 from tts_saas.request_id import request_id_var
 
@@ -145,6 +146,41 @@ def synthesize_job(job_id: str) -> None:
         fail_job(job, 500, "synthesis_failed", "Synthesis failed on the worker.")
         return
     _batcher.run(run)
+
+
+@shared_task(name="synthesis.tasks.encode_voice_recording", acks_late=True)
+def encode_voice_recording(voice_id: str) -> None:
+    """A voice's reference recording through this worker's model: ChatTTS's zero-shot speaker
+    codes and the transcript spelled out; the voice is then ready (or failed, saying why)."""
+    from tts_saas.redis import get_redis  # noqa: PLC0415  (only this task needs the raw client)
+
+    from .custom_voices import RECORDING_KEY  # noqa: PLC0415  (the web side's module: imported late)
+    from .models import Voice  # noqa: PLC0415
+
+    voice = Voice.objects.filter(pk=voice_id, status=Voice.Status.PROCESSING).first()
+    if voice is None:
+        return  # deleted meanwhile, or encoded already (a redelivered message)
+    pcm = get_redis().get(RECORDING_KEY.format(voice_id))
+
+    def failed(reason: str) -> None:
+        Voice.objects.filter(pk=voice_id).update(status=Voice.Status.FAILED, error=reason[:300])
+
+    if _engine is None:
+        return failed(_load_error or "no synthesis worker had the model loaded")
+    if pcm is None:
+        return failed("the recording was not encoded within an hour; upload it again")
+    try:
+        sample_text = normalize_segment(voice.transcript)
+        sample = _engine.sample_speaker(np.frombuffer(pcm, dtype="<i2").astype(np.float32) / 32768.0)
+    except TextError as exc:
+        return failed(f"the transcript: {exc}")
+    except Exception:
+        logger.exception("could not encode a voice's recording", extra={"voice_id": voice_id})
+        return failed("the recording could not be encoded")
+    Voice.objects.filter(pk=voice_id).update(
+        status=Voice.Status.READY, sample=sample, sample_text=sample_text, error=""
+    )
+    get_redis().delete(RECORDING_KEY.format(voice_id))
 
 
 @shared_task(name="synthesis.tasks.rescue_lost_jobs")

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 from collections import Counter, defaultdict
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -361,3 +362,23 @@ def test_every_segment_of_a_voice_gets_the_voice_s_embedding_and_its_tokens_foll
     _, with_custom = run(engine, [BatchRow("c", segments[0], custom, 40)])
     _, with_builtin = run(engine, [BatchRow("c", segments[0], builtin, 40)])
     np.testing.assert_array_equal(with_custom["c"], with_builtin["c"])
+
+
+def test_a_voice_from_a_recording_speaks_in_a_batch_without_changing_its_companions(engine):
+    # ChatTTS's zero-shot speaker: the DVAE's encoder turns a recording into codes (spk_smp) that
+    # follow the text, with what the recording says (txt_smp) before it. Random weights: a noise
+    # recording and noise out; what holds is the mechanics and the batch invariance.
+    rng = np.random.default_rng(4)
+    recording = 0.3 * np.sin(np.arange(int(1.5 * SAMPLE_RATE)) * 0.05) + 0.05 * rng.standard_normal(36000)
+    sample = engine.sample_speaker(recording.astype(np.float32))
+    codes = engine.chat.speaker.decode_prompt(sample)
+    assert codes.shape[0] == engine.chat.config.gpt.num_vq and 60 <= codes.shape[1] <= 80  # ~47 a second
+    voice = SynthesisParams(voice_seed=0, seed=6, sample=sample, sample_text="a short reference sentence")
+    alone, alone_ids = run(engine, [BatchRow("v", "Spoken with the recorded voice.", voice, 40)])
+    _, other_alone = run(engine, [ROWS[1]])
+    mixed, mixed_ids = run(engine, [BatchRow("v", "Spoken with the recorded voice.", voice, 40), ROWS[1]])
+    np.testing.assert_array_equal(mixed_ids["v"], alone_ids["v"])  # its own noise, in any batch
+    np.testing.assert_array_equal(mixed_ids["b"], other_alone["b"])  # and its companion's unchanged
+    assert len(alone["v"]) > 0
+    plain, plain_ids = run(engine, [BatchRow("v", "Spoken with the recorded voice.", replace(voice, sample=""), 40)])
+    assert not np.array_equal(plain_ids["v"], alone_ids["v"])  # the recording is what the row hears

@@ -20,9 +20,11 @@ import websockets
 from billing.limits import subscription_for
 from inference.chattts_engine import ChatTTSEngine
 from inference.voices import VOICES
+from synthesis.audio import wav_header
 from synthesis.custom_voices import canonical
-from synthesis.models import Job
+from synthesis.models import Job, Voice
 from tests.test_jobs import wait_for
+from tests.waiting import wait_until
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -139,3 +141,54 @@ def test_voices_are_validated_limited_by_the_plan_and_scoped_to_their_organizati
         assert client.delete(url).json()["deleted"] is True
         gone = client.post("/audio/speech", json={"input": "x", "voice": first["id"]})
         assert gone.status_code == 400 and client.get(url).status_code == 404
+
+
+def recording(seconds: float, rate: int = 16_000) -> bytes:
+    """A WAV file of one 'speaker' (a tone and some noise) at 16 kHz: the server resamples it."""
+    n = int(seconds * rate)
+    t = np.arange(n) / rate
+    x = 0.3 * np.sin(2 * np.pi * 220 * t) + 0.02 * np.random.default_rng(1).standard_normal(n)
+    return wav_header(n, rate) + (x * 32767).astype("<i2").tobytes()
+
+
+def test_a_voice_from_a_recording_is_encoded_by_a_worker_and_then_speaks(live_stack, owner):
+    body = {"name": "Recorded", "transcript": "A short reference sentence."}
+    with live_stack.client(owner.key) as client:
+        created = client.post("/audio/voices", data=body, files={"audio": ("me.wav", recording(1.5), "audio/wav")})
+        assert created.status_code == 201, created.text
+        voice = created.json()
+        assert voice["source"] == "recording" and voice["status"] in ("processing", "ready")
+
+        def ready():
+            seen = client.get(f"/audio/voices/{voice['id']}").json()
+            return seen if seen["status"] != "processing" else None
+
+        assert wait_until(ready, 60, "the recording was never encoded")["status"] == "ready"
+        stored = Voice.objects.get(pk=voice["id"])
+        assert stored.sample and stored.sample_text and not stored.upload  # the upload is not kept
+        first = speak(client, voice=voice["id"])
+        again = speak(client, voice=voice["id"])
+        assert (first.headers["x-cache"], again.headers["x-cache"]) == ("miss", "hit")
+        assert first.content == again.content and first.content != speak(client, voice="alloy").content
+        kept = client.post(
+            "/audio/voices",
+            data={**body, "name": "Kept", "keep_upload": "true"},
+            files={"audio": ("me.wav", recording(1.2), "audio/wav")},
+        ).json()
+        assert Voice.objects.get(pk=kept["id"]).upload  # kept, as asked
+        for files, data, param in (
+            ({"audio": ("a.wav", recording(0.5), "audio/wav")}, body, "audio"),  # too short
+            ({"audio": ("a.wav", recording(20), "audio/wav")}, body, "audio"),  # too long
+            ({"audio": ("a.txt", b"not audio at all" * 100, "text/plain")}, body, "audio"),
+            ({"audio": ("a.wav", recording(1.5), "audio/wav")}, {"name": "x"}, "transcript"),
+            (
+                {"audio": ("a.wav", recording(1.5), "audio/wav")},
+                {"name": "x", "transcript": "[spk_emb] hi"},
+                "transcript",
+            ),
+        ):
+            refused = client.post("/audio/voices", data={**data, "name": "refused"}, files=files)
+            assert refused.status_code == 400 and refused.json()["error"]["param"] == param, refused.text
+        pending = Voice.objects.create(organization=owner.org, name="Pending", source="recording", status="processing")
+        early = client.post("/audio/speech", json={"input": "Hello.", "voice": pending.id})
+    assert early.status_code == 409 and early.json()["error"]["code"] == "voice_not_ready"

@@ -192,7 +192,10 @@ SPECTACULAR_SETTINGS = {
 CELERY_BROKER_URL = envstr("CELERY_BROKER_URL", REDIS_URL)
 CELERY_RESULT_BACKEND = None
 CELERY_TASK_DEFAULT_QUEUE = "default"
-CELERY_TASK_ROUTES = {"synthesis.tasks.synthesize_job": {"queue": "tts"}}
+CELERY_TASK_ROUTES = {
+    "synthesis.tasks.synthesize_job": {"queue": "tts"},
+    "synthesis.tasks.encode_voice_recording": {"queue": "tts"},
+}
 CELERY_TASK_ACKS_LATE = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_SOFT_TIME_LIMIT = envint("TTS_TASK_SOFT_TIME_LIMIT", 540)
