@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.urls import path, re_path
 
-from .views import account, billing, docs, jobs, keys, overview, playground, team
+from .views import account, billing, docs, jobs, keys, lexicons, overview, playground, team, voices
 
 app_name = "dashboard"
 
@@ -16,7 +16,12 @@ urlpatterns = [
     path("members", team.members, name="members"),
     path("members/<int:membership_id>/remove", team.remove_member, name="remove-member"),
     path("invitations/<int:invitation_id>/revoke", team.revoke_invitation, name="revoke-invitation"),
-    path("voices", playground.voices, name="voices"),
+    path("voices", voices.voices, name="voices"),
+    re_path(r"^voices/(?P<voice_id>voice_[0-9a-f]{16})/delete$", voices.delete_voice, name="delete-voice"),
+    re_path(r"^voices/(?P<voice_id>voice_[0-9a-f]{16}|[a-z]+)/preview$", voices.voice_preview, name="voice-preview"),
+    path("lexicons", lexicons.lexicons, name="lexicons"),
+    re_path(r"^lexicons/(?P<lexicon_id>lex_[0-9a-f]{16})$", lexicons.lexicon, name="lexicon"),
+    re_path(r"^lexicons/(?P<lexicon_id>lex_[0-9a-f]{16})/delete$", lexicons.delete_lexicon, name="delete-lexicon"),
     path("playground", playground.playground, name="playground"),
     path("playground/ticket", playground.playground_ticket, name="playground-ticket"),
     path("jobs", jobs.jobs, name="jobs"),

@@ -10,6 +10,7 @@ from django.urls import URLResolver, get_resolver
 from drf_spectacular.generators import EndpointEnumerator
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiExample, OpenApiResponse, PolymorphicProxySerializer, extend_schema
+from rest_framework import serializers
 from rest_framework.views import APIView
 
 from tts_saas.errors import error_responses
@@ -109,6 +110,32 @@ class JobStreamDoc(APIView):
     )
     def get(self, request, job_id):
         raise NotImplementedError("documentation only: GET /v1/jobs/{job_id}/stream is synthesis.views.job_stream")
+
+
+class VoicePreviewQuerySerializer(serializers.Serializer):
+    format = serializers.CharField(required=False, default="mp3", help_text="Any output format name.")
+
+
+class VoicePreviewDoc(APIView):
+    @extend_schema(
+        summary="Hear a voice",
+        description="A short fixed sentence in the voice (built-in or the organization's own), not billed; "
+        "cached per voice and model version.",
+        parameters=[VoicePreviewQuerySerializer],
+        responses={
+            **audio_responses("The preview, in `format`.", events=False),
+            **error_responses(
+                {
+                    400: "Unknown format.",
+                    404: "No such voice in this organization.",
+                    409: "The voice's recording is still being encoded.",
+                    503: "No synthesis worker can take it now (Retry-After).",
+                }
+            ),
+        },
+    )
+    def get(self, request, voice_id):
+        raise NotImplementedError("documentation only: synthesis.views.voice_preview")
 
 
 def _routes(patterns, prefix: str = ""):

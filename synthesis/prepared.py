@@ -36,6 +36,7 @@ class PreparedSpeech:
     cacheable: bool  # deterministic (seeded), so its audio may be cached and reused
     # The segments as sent, where lexicons changed what is spoken (captions show these); else empty.
     caption_texts: tuple[str, ...] = ()
+    free: bool = False  # a voice's preview: generated and cached like any request, billed nothing
 
     @property
     def cache_text(self) -> str:
@@ -49,7 +50,8 @@ class PreparedSpeech:
 
     @property
     def characters(self) -> int:
-        return len(self.data["input"])
+        """The characters billed."""
+        return 0 if self.free else len(self.data["input"])
 
 
 @dataclass(frozen=True)
@@ -95,7 +97,7 @@ def enforce_plan_limits(limits: Limits, data: dict, job: bool = False) -> None:
         )
 
 
-def prepare_speech(data: dict, organization, cacheable: bool = True) -> PreparedSpeech:
+def prepare_speech(data: dict, organization, cacheable: bool = True, free: bool = False) -> PreparedSpeech:
     """Split the text, apply the organization's pronunciation lexicons to each segment and fix
     every generation parameter (database and CPU work: call in a thread)."""
     try:
@@ -137,4 +139,4 @@ def prepare_speech(data: dict, organization, cacheable: bool = True) -> Prepared
         refine_text=data["refine_text"],
         refine_prompt=data["refine_prompt"],
     )
-    return PreparedSpeech(data=data, text=text, params=params, cacheable=cacheable, caption_texts=shown)
+    return PreparedSpeech(data=data, text=text, params=params, cacheable=cacheable, caption_texts=shown, free=free)

@@ -14,11 +14,13 @@ from dataclasses import asdict
 from django.conf import settings
 
 from accounts.auth import Principal
+from accounts.tenancy import scoped
 from billing import concurrency, ledger, quota
 from billing.limits import Limits
 from billing.models import UsageEvent
 from inference.text import SAMPLE_RATE
-from tts_saas.errors import ApiError
+from inference.voices import VOICES
+from tts_saas.errors import ApiError, validation_error
 from tts_saas.threads import in_thread
 
 from . import cache, capacity, inflight, workers
@@ -33,7 +35,7 @@ from .jobs import (
     request_digest,
     submit_job,
 )
-from .models import Job
+from .models import Job, Voice
 from .prepared import CachedSpeech, PreparedSpeech, enforce_plan_limits, prepare_speech
 
 
@@ -128,14 +130,15 @@ async def speak(
     request_id: str,
     idempotency_key: str = "",
     cacheable: bool = True,
+    free: bool = False,
 ) -> CachedSpeech | JobAudioFeed:
     """A speech request: the whole audio at once from the cache, or a live feed of the job.
     With an Idempotency-Key the request always runs as a job (so that a retry replays that job's
     audio, billed once), never from the cache. `cacheable=False`: a seed the server drew, not the
-    client's, so the audio is neither looked up nor kept."""
+    client's, so the audio is neither looked up nor kept. `free`: a voice's preview, billed nothing."""
     started = time.monotonic()
     enforce_plan_limits(limits, data)
-    speech = await in_thread(prepare_speech)(data, principal.organization, cacheable)
+    speech = await in_thread(prepare_speech)(data, principal.organization, cacheable, free)
 
     async def from_cache(count: bool = True) -> CachedSpeech | None:
         entry = await lookup_cache(principal.organization.pk, speech, count=count)
@@ -238,6 +241,27 @@ async def share(
         deadline=queue_deadline(True),
         caption_texts=speech.shown_texts,
     )
+
+
+PREVIEW_TEXT = "Hello! This is how I sound. 你好，这是我的声音。"
+PREVIEW_SEED = 20251130  # one preview per voice and model version: cached after the first
+
+
+async def preview(
+    principal: Principal, limits: Limits, voice_id: str, fmt: str, request_id: str
+) -> CachedSpeech | JobAudioFeed:
+    """A voice heard (a built-in one or the organization's own): a fixed sentence and seed, generated
+    and cached like any request, billed nothing. 404 for a voice not of this organization."""
+    from .serializers import SpeechRequestSerializer  # noqa: PLC0415  (serializers import this module's callers)
+
+    own = voice_id not in VOICES and await scoped(Voice, principal.organization).filter(pk=voice_id).aexists()
+    if voice_id not in VOICES and not own:
+        raise ApiError(404, f"No voice '{voice_id[:70]}' in this organization.", "not_found")
+    body = {"input": PREVIEW_TEXT, "voice": voice_id, "seed": PREVIEW_SEED, "response_format": fmt}
+    serializer = SpeechRequestSerializer(data=body)
+    if not serializer.is_valid():
+        raise validation_error(serializer.errors)
+    return await speak(principal, limits, serializer.validated_data, request_id, free=True)
 
 
 async def abandon(job_id) -> None:

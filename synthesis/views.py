@@ -34,7 +34,7 @@ from .captions import Caption
 from .feed import JobAudioFeed
 from .jobs import Submission, cancel_job, request_digest
 from .models import Job
-from .openapi import JobStreamDoc, SpeechDoc, audio_responses, documented_by
+from .openapi import JobStreamDoc, SpeechDoc, VoicePreviewDoc, audio_responses, documented_by
 from .prepared import CachedSpeech, check_format, enforce_plan_limits, prepare_speech
 from .serializers import (
     JobListSerializer,
@@ -46,7 +46,7 @@ from .serializers import (
     known_model,
     model_names,
 )
-from .speech import abandon, admit_job, speak
+from .speech import abandon, admit_job, preview, speak
 
 logger = logging.getLogger(__name__)
 
@@ -183,6 +183,28 @@ async def speech(request: HttpRequest) -> HttpResponse:
         response = audio_response(result, fmt, sse, owner=not shared)
         response["x-cache"] = "shared" if shared else "miss"
     response["x-seed"] = str(result.seed)
+    return response
+
+
+@documented_by(VoicePreviewDoc)
+@csrf_exempt
+@require_methods("GET")
+@api_errors
+async def voice_preview(request: HttpRequest, voice_id: str) -> HttpResponse:
+    """GET /v1/audio/voices/{id}/preview?format=mp3 — a short fixed sentence in the voice (a built-in
+    one or the organization's own), not billed; cached per voice and model version."""
+    principal, limits = await aauthorize(request)
+    fmt = request.GET.get("format", "mp3")
+    result = await preview(principal, limits, voice_id, fmt, request.request_id)
+    if isinstance(result, CachedSpeech):
+        response = HttpResponse(
+            await in_thread(audio.encode)(result.pcm16, fmt), content_type=audio.output_format(fmt).content_type
+        )
+        response["x-cache"] = "hit"
+        return response
+    await result.first_audio()
+    response = audio_response(result, fmt, False, owner=not getattr(result, "shared", False))
+    response["x-cache"] = "miss"
     return response
 
 

@@ -7,10 +7,12 @@ validation, plan limit, read-only built-ins, tenant isolation."""
 from __future__ import annotations
 
 import asyncio
+import io
 import json
 import lzma
 import os
 
+import av
 import httpx
 import numpy as np
 import pybase16384 as b14
@@ -18,6 +20,7 @@ import pytest
 import websockets
 
 from billing.limits import subscription_for
+from billing.models import QuotaPeriod, UsageEvent
 from inference.chattts_engine import ChatTTSEngine
 from inference.voices import VOICES
 from synthesis.audio import wav_header
@@ -192,3 +195,22 @@ def test_a_voice_from_a_recording_is_encoded_by_a_worker_and_then_speaks(live_st
         pending = Voice.objects.create(organization=owner.org, name="Pending", source="recording", status="processing")
         early = client.post("/audio/speech", json={"input": "Hello.", "voice": pending.id})
     assert early.status_code == 409 and early.json()["error"]["code"] == "voice_not_ready"
+
+
+def test_a_voice_can_be_heard_without_being_billed(live_stack, owner, outsider):
+    with live_stack.client(owner.key) as client, live_stack.client(outsider.key) as other:
+        mine = client.post("/audio/voices", json={"name": "Previewed", "seed": 77}).json()
+        first = client.get(f"/audio/voices/{mine['id']}/preview")
+        again = client.get(f"/audio/voices/{mine['id']}/preview")
+        builtin = client.get("/audio/voices/nova/preview", params={"format": "wav"})
+        stolen = other.get(f"/audio/voices/{mine['id']}/preview")
+        unknown = client.get("/audio/voices/nobody/preview")
+    assert first.status_code == 200 and first.headers["content-type"] == "audio/mpeg"
+    assert (first.headers["x-cache"], again.headers["x-cache"]) == ("miss", "hit") and again.content == first.content
+    with av.open(io.BytesIO(first.content)) as container:
+        assert container.streams.audio[0].codec_context.sample_rate == 24000
+    assert builtin.status_code == 200 and builtin.content[:4] == b"RIFF"
+    assert stolen.status_code == 404 and unknown.status_code == 404
+    quota = QuotaPeriod.objects.filter(organization=owner.org).first()
+    assert quota is None or (quota.used, quota.reserved) == (0, 0)  # previews are not billed
+    assert set(UsageEvent.objects.filter(organization=owner.org).values_list("characters", flat=True)) <= {0}

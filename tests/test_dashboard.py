@@ -1,10 +1,15 @@
 """The developer dashboard through Django's test client (the browser tests come with the
-playground): sign-up, scoping to the current organization, key management by role."""
+playground): sign-up, scoping to the current organization, key management by role, voices and
+pronunciation lexicons (made through the API's own functions, shown as the API words them)."""
 
 from __future__ import annotations
 
+import html
+import lzma
 import re
 
+import numpy as np
+import pybase16384 as b14
 import pytest
 from django.contrib.auth import get_user_model
 from django.core import mail
@@ -14,6 +19,9 @@ from accounts.auth import authenticate_key
 from accounts.models import ApiKey, Invitation, Membership, Organization
 from billing import quota
 from billing.models import UsageEvent
+from synthesis.custom_voices import create_voice
+from synthesis.lexicons import save_lexicon
+from synthesis.models import Lexicon, Voice
 from tts_saas.errors import ApiError
 
 pytestmark = pytest.mark.django_db
@@ -259,3 +267,187 @@ def test_a_suspended_organization_can_read_its_pages_but_change_nothing(client):
     assert client.post("/dashboard/members", {"email": "e@example.com", "role": "member"}).status_code == 403
     assert client.post("/dashboard/playground/ticket").status_code == 403
     assert not ApiKey.objects.exists()
+
+
+def add_member(org, email="bob@example.com"):
+    """A signed-up member (read-only role) of `org`."""
+    user = get_user_model().objects.create_user(email, email, "correct horse battery")
+    Membership.objects.create(user=user, organization=org, role="member")
+    return user
+
+
+def embedding(seed: int = 3) -> str:
+    """A ChatTTS speaker embedding string: base16384 of LZMA2-compressed float16 values."""
+    values = np.random.default_rng(seed).standard_normal(768).astype(np.float16).tobytes()
+    filters = [{"id": lzma.FILTER_LZMA2, "preset": 9 | lzma.PRESET_EXTREME}]
+    return b14.encode_to_string(lzma.compress(values, format=lzma.FORMAT_RAW, filters=filters))
+
+
+def text(response) -> str:
+    """The page as a user reads it: tags dropped, entities such as &#x27; decoded, spaces collapsed."""
+    return " ".join(html.unescape(re.sub(r"<[^>]+>", " ", response.content.decode())).split())
+
+
+def test_an_owner_creates_voices_uses_one_in_the_playground_and_deletes_it(client):
+    signup(client)
+    page = client.get("/dashboard/voices")
+    assert "0 of 3 voices of your own used" in text(page) and "alloy" in text(page)
+    created = client.post(
+        "/dashboard/voices", {"name": "Narrator", "description": "Calm and slow.", "source": "seed", "seed": "42"}
+    )
+    assert created.status_code == 302 and created["Location"] == "/dashboard/voices"
+    voice = Voice.objects.get()
+    assert (voice.name, voice.source, voice.seed, voice.description) == ("Narrator", "seed", 42, "Calm and slow.")
+    page = client.post(
+        "/dashboard/voices", {"name": "Kept", "source": "embedding", "speaker": embedding()}, follow=True
+    )
+    shown = text(page)
+    assert "Voice Kept created" in shown and "2 of 3 voices of your own used" in shown
+    assert f"Narrator {voice.id} Calm and slow. seed 42 yes Preview not billed" in shown
+    assert "Kept" in shown and "embedding" in shown
+    assert f'href="/dashboard/playground?voice={voice.id}"'.encode() in page.content
+
+    playground = client.get(f"/dashboard/playground?voice={voice.id}")
+    assert f'<option value="{voice.id}" selected>Narrator</option>'.encode() in playground.content
+    assert b'<option value="alloy">alloy</option>' in playground.content  # the built-in ones first
+    assert b'<option value="nova" selected>' in client.get("/dashboard/playground?voice=nova").content
+
+    deleted = client.post(f"/dashboard/voices/{voice.id}/delete")
+    assert deleted.status_code == 302 and deleted["Location"] == "/dashboard/voices"
+    assert "Voice Narrator deleted" in text(client.get("/dashboard/voices"))
+    page = text(client.get("/dashboard/voices"))  # the message shown once
+    assert "Narrator" not in page and "1 of 3 voices of your own used" in page
+    assert list(Voice.objects.values_list("name", flat=True)) == ["Kept"]
+
+
+def test_the_voice_form_shows_the_apis_errors_and_the_plans_limit(client):
+    signup(client)
+
+    def refused(**fields) -> str:
+        response = client.post("/dashboard/voices", {"source": "seed", **fields})
+        assert response.status_code == 200
+        return text(response)
+
+    assert "'alloy' is a built-in voice's name" in refused(name="alloy", seed="1")
+    assert "name: This field may not be blank." in refused(name="", seed="1")
+    assert "seed: A valid integer is required." in refused(name="Seedless", seed="")
+    page = refused(name="Broken", source="embedding", speaker="not an embedding")
+    assert "speaker is not a ChatTTS speaker embedding string" in page
+    assert (
+        'value="Broken"'
+        in client.post("/dashboard/voices", {"name": "Broken", "source": "embedding", "speaker": "x"}).content.decode()
+    )  # what was typed stays
+    assert not Voice.objects.exists()
+    for n in range(3):
+        assert client.post("/dashboard/voices", {"name": f"V{n}", "source": "seed", "seed": n}).status_code == 302
+    page = refused(name="V3", seed="3")
+    assert "Your plan allows 3 voices of your own; delete one first." in page and "3 of 3 voices" in page
+    Voice.objects.filter(name="V2").delete()
+    assert "A voice named 'V0' exists already." in refused(name="V0", seed="9")
+    assert Voice.objects.count() == 2
+
+
+def test_a_member_sees_voices_and_lexicons_but_cannot_change_them(client):
+    signup(client)
+    org = Organization.objects.get()
+    voice = create_voice(org, {"name": "Narrator", "seed": 42})
+    lexicon = save_lexicon(Lexicon(organization=org), {"name": "Brands", "entries": [{"text": "SQL", "alias": "x"}]})
+    client.force_login(add_member(org))
+    voices = text(client.get("/dashboard/voices"))
+    assert "Narrator" in voices and "Preview" in voices and "Use in playground" in voices
+    assert "can see and preview voices but not create or delete them" in voices
+    assert "Create a voice" not in voices and "Delete" not in voices
+    assert client.post("/dashboard/voices", {"name": "Mine", "source": "seed", "seed": "1"}).status_code == 403
+    assert client.post(f"/dashboard/voices/{voice.id}/delete").status_code == 403
+    lexicons = text(client.get("/dashboard/lexicons"))
+    assert "Brands" in lexicons and "can see lexicons but not change them" in lexicons and "Delete" not in lexicons
+    edit = client.get(f"/dashboard/lexicons/{lexicon.id}")
+    assert edit.status_code == 200 and b"<fieldset disabled>" in edit.content and b"SQL = x" in edit.content
+    assert client.post("/dashboard/lexicons", {"name": "Mine", "entries": "a = b"}).status_code == 403
+    assert client.post(f"/dashboard/lexicons/{lexicon.id}", {"name": "Renamed", "entries": ""}).status_code == 403
+    assert client.post(f"/dashboard/lexicons/{lexicon.id}/delete").status_code == 403
+    assert Voice.objects.count() == 1 and list(Lexicon.objects.values_list("name", "entries")) == [
+        ("Brands", [{"text": "SQL", "alias": "x", "case_sensitive": False}])
+    ]
+
+
+def test_another_organizations_voices_and_lexicons_are_404(client):
+    signup(client)
+    other = Organization.objects.create(name="Globex", slug="globex")
+    voice = create_voice(other, {"name": "Theirs", "seed": 7})
+    lexicon = save_lexicon(Lexicon(organization=other), {"name": "Their words", "entries": []})
+    assert client.post(f"/dashboard/voices/{voice.id}/delete").status_code == 404
+    assert client.get(f"/dashboard/lexicons/{lexicon.id}").status_code == 404
+    assert client.post(f"/dashboard/lexicons/{lexicon.id}", {"name": "Mine now", "entries": ""}).status_code == 404
+    assert client.post(f"/dashboard/lexicons/{lexicon.id}/delete").status_code == 404
+    assert client.post("/dashboard/voices/alloy/delete").status_code == 404  # built-in voices are read-only
+    assert "Theirs" not in text(client.get("/dashboard/voices"))
+    assert "Their words" not in text(client.get("/dashboard/lexicons"))
+    assert voice.id.encode() not in client.get(f"/dashboard/playground?voice={voice.id}").content
+    assert Voice.objects.filter(pk=voice.pk).exists()
+    assert Lexicon.objects.get(pk=lexicon.pk).name == "Their words"
+
+
+def test_an_owner_creates_edits_and_deletes_a_lexicon(client):
+    signup(client)
+    page = text(client.get("/dashboard/lexicons"))
+    assert "No lexicons yet." in page and "0 of 100 entries used" in page
+    created = client.post(
+        "/dashboard/lexicons",
+        {"name": "Brands", "is_default": "on", "entries": "SQL = sequel\r\n\r\n  nginx = engine x (case)\r\n"},
+    )
+    assert created.status_code == 302 and created["Location"] == "/dashboard/lexicons"
+    lexicon = Lexicon.objects.get()
+    assert lexicon.is_default and lexicon.entries == [
+        {"text": "SQL", "alias": "sequel", "case_sensitive": False},
+        {"text": "nginx", "alias": "engine x", "case_sensitive": True},
+    ]
+    page = text(client.get("/dashboard/lexicons"))
+    assert "Lexicon Brands created with 2 entries, applied to every request." in page
+    assert f"Brands {lexicon.id} 2 yes" in page and "2 of 100 entries used" in page
+
+    edit = client.get(f"/dashboard/lexicons/{lexicon.id}")
+    assert b"SQL = sequel\nnginx = engine x (case)</textarea>" in edit.content
+    assert b'name="is_default" id="id_is_default" checked' in edit.content
+    entries = "SQL = sequel\n3M = three em\nk8s=kates"
+    saved = client.post(f"/dashboard/lexicons/{lexicon.id}", {"name": "Brand names", "entries": entries})
+    assert saved.status_code == 302 and saved["Location"] == "/dashboard/lexicons"
+    lexicon.refresh_from_db()
+    assert lexicon.name == "Brand names" and not lexicon.is_default
+    assert [(e["text"], e["alias"]) for e in lexicon.entries] == [
+        ("SQL", "sequel"),
+        ("3M", "three em"),
+        ("k8s", "kates"),
+    ]
+    page = text(client.get("/dashboard/lexicons"))
+    assert "Lexicon Brand names saved with 3 entries." in page and f"Brand names {lexicon.id} 3 no" in page
+
+    assert client.post(f"/dashboard/lexicons/{lexicon.id}/delete").status_code == 302
+    assert "Lexicon Brand names deleted" in text(client.get("/dashboard/lexicons")) and not Lexicon.objects.exists()
+
+
+def test_the_lexicon_form_shows_the_apis_errors_by_line_and_the_plans_limit(client):
+    signup(client)
+
+    def refused(entries: str, name: str = "Words", path: str = "/dashboard/lexicons") -> str:
+        response = client.post(path, {"name": name, "entries": entries})
+        assert response.status_code == 200
+        return text(response)
+
+    assert "Line 3: 'sql' repeats line 1." in refused("SQL = sequel\n\nsql = ess queue ell")
+    assert "Line 2 (alias): This field may not be blank." in refused("SQL = sequel\nnginx =")
+    assert "Line 2: write an entry as text = alias." in refused("SQL = sequel\njust words")
+    assert "name: This field may not be blank." in refused("SQL = sequel", name="")
+    page = refused("\n".join(f"word{n} = alias" for n in range(101)))
+    assert "Your plan allows 100 lexicon entries in all; this would make 101." in page
+    response = client.post("/dashboard/lexicons", {"name": "Words", "entries": "SQL = sequel\nsql = again"})
+    assert b"SQL = sequel\nsql = again</textarea>" in response.content  # what was typed stays
+    assert not Lexicon.objects.exists()
+
+    client.post("/dashboard/lexicons", {"name": "Taken", "entries": "a = b"})
+    client.post("/dashboard/lexicons", {"name": "Words", "entries": "c = d"})
+    words = Lexicon.objects.get(name="Words")
+    page = refused("c = d", name="Taken", path=f"/dashboard/lexicons/{words.id}")
+    assert "A lexicon named 'Taken' exists already." in page and "Lexicon Words" in page
+    assert "2 of 100 entries used" in page
+    assert Lexicon.objects.get(pk=words.pk).name == "Words"

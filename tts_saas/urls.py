@@ -31,6 +31,7 @@ v1 = [
     path("voices", synthesis.voices, name="voices"),
     path("audio/voices", custom_voices.audio_voices, name="audio-voices"),
     path("audio/voices/<str:voice_id>", custom_voices.audio_voice, name="audio-voice"),
+    path("audio/voices/<str:voice_id>/preview", synthesis.voice_preview, name="audio-voice-preview"),
     path("audio/models", synthesis.audio_models, name="audio-models"),
     path("models", synthesis.models, name="models"),
     path("models/<str:model_id>", synthesis.model, name="model"),

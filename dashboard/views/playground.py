@@ -1,4 +1,5 @@
-"""The voices page and the playground, which speaks through the WebSocket with a member's ticket."""
+"""The playground, which speaks through the WebSocket with a member's ticket (as the voices page's
+previews do)."""
 
 from __future__ import annotations
 
@@ -6,24 +7,29 @@ from django.http import JsonResponse
 from django.views.decorators.http import require_POST
 
 from accounts.auth import issue_ticket
+from accounts.tenancy import scoped
 from billing.limits import limits_for
 from inference.voices import VOICES
+from synthesis.models import Voice
 
 from ..access import member_required, page, require_active
 
 
 @member_required
-def voices(request):
-    allowed = limits_for(request.principal.organization).allowed_voices
-    rows = [{"voice": v, "available": not allowed or v.name in allowed} for v in VOICES.values()]
-    return page(request, "voices.html", "voices", voices=rows)
-
-
-@member_required
 def playground(request):
-    limits = limits_for(request.principal.organization)
+    """The plan's built-in voices, then the organization's own (by id); `?voice=` preselects one."""
+    org = request.principal.organization
+    limits = limits_for(org)
     voices = [v for v in VOICES.values() if not limits.allowed_voices or v.name in limits.allowed_voices]
-    return page(request, "playground.html", "playground", voices=voices, max_chars=limits.max_input_chars)
+    return page(
+        request,
+        "playground.html",
+        "playground",
+        voices=voices,
+        own_voices=scoped(Voice, org).order_by("created_at").only("id", "name"),
+        selected=request.GET.get("voice", ""),
+        max_chars=limits.max_input_chars,
+    )
 
 
 @require_POST
