@@ -1,9 +1,10 @@
-"""Rows for tests, with sensible defaults: `make_job(org, status=..., ...)`."""
+"""Rows for tests, with sensible defaults: `make_job(org, status=..., ...)`, `own_plan(org, ...)`."""
 
 from __future__ import annotations
 
 from dataclasses import asdict
 
+from billing.limits import subscription_for
 from inference.engine import SynthesisParams
 from synthesis.models import Job
 
@@ -25,3 +26,16 @@ def make_job(org, **overrides) -> Job:
     }
     fields.update(overrides)
     return Job.objects.create(**fields)
+
+
+def own_plan(org, slug: str, **fields) -> None:
+    """Move `org` to a copy of its plan with `fields` changed (plan limits that a subscription
+    cannot override, e.g. max_custom_voices, allowed_formats)."""
+    sub = subscription_for(org)
+    plan = sub.plan
+    plan.pk, plan.slug = None, slug
+    for name, value in fields.items():
+        setattr(plan, name, value)
+    plan.save()
+    sub.plan = plan
+    sub.save()

@@ -19,13 +19,13 @@ import pybase16384 as b14
 import pytest
 import websockets
 
-from billing.limits import subscription_for
 from billing.models import QuotaPeriod, UsageEvent
 from inference.chattts_engine import ChatTTSEngine
 from inference.voices import VOICES
 from synthesis.audio import wav_header
 from synthesis.custom_voices import canonical
 from synthesis.models import Job, Voice
+from tests.factories import own_plan
 from tests.test_jobs import wait_for
 from tests.waiting import wait_until
 
@@ -108,12 +108,7 @@ def test_a_voice_from_a_seed_and_one_whose_embedding_does_not_fit_the_model(live
 
 
 def test_voices_are_validated_limited_by_the_plan_and_scoped_to_their_organization(live_stack, owner, outsider):
-    sub = subscription_for(owner.org)
-    plan = sub.plan
-    plan.pk, plan.slug, plan.max_custom_voices = None, "two-voices", 2
-    plan.save()
-    sub.plan = plan
-    sub.save()
+    own_plan(owner.org, "two-voices", max_custom_voices=2)
     with live_stack.client(owner.key) as client, live_stack.client(outsider.key) as other:
         for body, param in (
             ({"name": "x"}, "seed"),

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from billing.limits import subscription_for
+from tests.factories import own_plan
 from tests.test_jobs import wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -57,12 +57,7 @@ def test_captions_show_the_text_as_sent(live_stack, owner):
 
 
 def test_lexicons_are_validated_scoped_to_their_organization_and_limited_by_the_plan(live_stack, owner, outsider):
-    sub = subscription_for(owner.org)
-    plan = sub.plan
-    plan.pk, plan.slug, plan.max_lexicon_entries = None, "three-entries", 3
-    plan.save()
-    sub.plan = plan
-    sub.save()
+    own_plan(owner.org, "three-entries", max_lexicon_entries=3)
     with live_stack.client(owner.key) as client, live_stack.client(outsider.key) as other:
         mine = client.post("/lexicons", json={"name": "a", "entries": ENTRIES}).json()
         for body, code, param in (

@@ -16,8 +16,8 @@ import openai
 import pytest
 import websockets
 
-from billing.limits import subscription_for
 from synthesis.audio import RAW_RATES
+from tests.factories import own_plan
 from tests.test_jobs import wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -144,12 +144,7 @@ def test_the_websocket_streams_ulaw_and_says_its_sample_rate(live_stack, owner):
 
 
 def test_a_plan_lists_codecs_and_admits_every_rate_of_them(live_stack, owner):
-    sub = subscription_for(owner.org)
-    plan = sub.plan
-    plan.pk, plan.slug, plan.allowed_formats = None, "mp3-and-pcm", ["mp3", "pcm"]
-    plan.save()
-    sub.plan = plan
-    sub.save()
+    own_plan(owner.org, "mp3-and-pcm", allowed_formats=["mp3", "pcm"])
     with live_stack.client(owner.key) as client:
         ok = client.post("/audio/speech", json={"input": TEXT, "seed": SEED, "output_format": "pcm_16000"})
         refused = client.post("/audio/speech", json={"input": TEXT, "seed": SEED, "output_format": "ulaw_8000"})
