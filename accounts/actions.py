@@ -37,7 +37,7 @@ def create_organization(name: str, owner: User | None = None) -> Organization:
 
 
 def has_account(email: str) -> bool:
-    return get_user_model().objects.filter(username=email.lower()).exists()
+    return get_user_model().objects.filter(username__iexact=email.strip()).exists()
 
 
 def create_user(email: str, password: str) -> User:

@@ -4,6 +4,7 @@ The voice and lexicon forms only carry what is posted: the API's functions valid
 from __future__ import annotations
 
 import re
+from datetime import UTC, datetime, time, timedelta
 
 from django import forms
 from django.contrib.auth import get_user_model
@@ -34,21 +35,50 @@ class SignupForm(forms.Form):
 
     def clean_email(self):
         email = self.cleaned_data["email"].lower()
-        if get_user_model().objects.filter(username=email).exists():
+        if get_user_model().objects.filter(username__iexact=email).exists():
             raise forms.ValidationError("An account with this e-mail exists already: log in instead.")
         return email
 
 
 class KeyForm(forms.Form):
+    EXPIRY = [("never", "Never"), ("30", "In 30 days"), ("90", "In 90 days"), ("date", "On a date")]
+
     name = forms.CharField(max_length=200)
     kind = forms.ChoiceField(choices=ApiKey.Kind.choices, initial=ApiKey.Kind.STANDARD)
-    expires_at = forms.DateTimeField(required=False, help_text="optional, e.g. 2027-01-31 23:59")
+    expires = forms.ChoiceField(choices=EXPIRY, initial="never", label="Expires")
+    expires_on = forms.DateField(
+        required=False,
+        label="Expiry date",
+        widget=forms.DateInput(attrs={"type": "date"}),
+        help_text="with “On a date”",
+    )
 
-    def clean_expires_at(self):
-        value = self.cleaned_data["expires_at"]
-        if value is not None and value <= timezone.now():
-            raise forms.ValidationError("The expiry must be in the future.")
-        return value
+    def __init__(self, *args, organization=None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.organization = organization
+
+    def clean_name(self):
+        name = self.cleaned_data["name"].strip()
+        active = ApiKey.objects.filter(organization=self.organization, revoked_at__isnull=True, name__iexact=name)
+        if self.organization is not None and active.exists():
+            raise forms.ValidationError(f"A key named “{name}” exists already: choose another name.")
+        return name
+
+    def clean(self):
+        data = super().clean()
+        choice, day = data.get("expires"), data.get("expires_on")
+        if choice in ("30", "90"):
+            data["expires_at"] = timezone.now() + timedelta(days=int(choice))
+        elif choice == "date":
+            if day is None:
+                self.add_error("expires_on", "Choose the day the key stops working.")
+            elif day <= timezone.now().date():
+                self.add_error("expires_on", "The expiry must be in the future.")
+            else:  # the end of that day, UTC
+                data["expires_at"] = datetime.combine(day, time.max, tzinfo=UTC)
+        else:
+            data["expires_at"] = None
+        return data
 
 
 class InviteForm(forms.Form):

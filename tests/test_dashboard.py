@@ -51,6 +51,70 @@ def test_signup_shows_field_errors(client):
     assert get_user_model().objects.count() == 1
 
 
+def test_an_e_mail_address_signs_in_in_any_case_existing_accounts_included(client):
+    signup(client, email="Dana.Dev@Example.com")  # what a password manager saves is what was typed
+    client.logout()
+    for typed in ("Dana.Dev@Example.com", "dana.dev@example.com", " DANA.DEV@EXAMPLE.COM"):
+        response = client.post("/accounts/login/", {"username": typed, "password": "correct horse battery"})
+        assert response.status_code == 302, typed  # signed in: sent on to the dashboard
+        client.logout()
+    wrong = client.post("/accounts/login/", {"username": "Dana.Dev@Example.com", "password": "not the password"})
+    assert wrong.status_code == 200 and b"Please enter a correct" in wrong.content
+    # An account made before addresses were stored lower case (or by createsuperuser).
+    get_user_model().objects.create_user(
+        username="Old.Case@Example.com", email="Old.Case@Example.com", password="p4ssw0rd!x"
+    )
+    assert (
+        client.post("/accounts/login/", {"username": "old.case@example.com", "password": "p4ssw0rd!x"}).status_code
+        == 302
+    )
+    client.logout()
+    again = client.post(
+        "/dashboard/signup", {"email": "DANA.dev@example.com", "password": "another horse", "organization": "X"}
+    )
+    assert again.status_code == 200 and b"exists already" in again.content  # one account per address, any case
+
+
+def test_the_quota_meter_warns_from_80_percent_and_says_what_to_do_when_full(client):
+    signup(client)  # the free plan: 10,000 characters a month
+    org = Organization.objects.get()
+    healthy = client.get("/dashboard/")
+    assert b'id="quota-warning"' not in healthy.content
+    assert b'aria-label="Characters used this month"' in healthy.content
+    assert b'optimum="0" low="8000" high="9999"' in healthy.content  # amber from 80 %, red when used up
+    quota.charge(org, 8_500, 10_000)
+    warned = html.unescape(client.get("/dashboard/").content.decode())
+    assert '<p id="quota-warning" class="warning"' in warned and "85.0% of this month's characters are used." in warned
+    quota.charge(org, 1_500, 10_000)
+    full = html.unescape(client.get("/dashboard/").content.decode())
+    assert '<p id="quota-warning" class="error"' in full
+    assert "This month's characters are used up" in full and "Ask your operator for a larger plan." in full
+
+
+def test_dashboard_errors_are_pages_with_navigation_and_the_api_keeps_json(client):
+    anonymous = client.get("/dashboard/nope")
+    assert anonymous.status_code == 404 and anonymous["Content-Type"].startswith("text/html")
+    assert b"Page not found" in anonymous.content and b"There is no page at /dashboard/nope." in anonymous.content
+    assert b'href="/accounts/login/"' in anonymous.content
+    signup(client)
+    mine = client.get("/dashboard/nope")
+    assert mine.status_code == 404 and b"Back to the overview" in mine.content
+    assert b'href="/dashboard/keys"' in mine.content  # the navigation is there
+    api = client.get("/v1/nope")
+    assert api.status_code == 404 and api.json()["error"]["code"] == "not_found"
+
+
+def test_pages_have_landmarks_a_skip_link_and_the_operators_product_name(client, settings):
+    settings.TTS_PRODUCT_NAME = "Acme Voice"
+    signup(client)
+    page = client.get("/dashboard/keys").content.decode()
+    assert '<a class="skip" href="#main">Skip to content</a>' in page and '<main id="main">' in page
+    assert '<nav aria-label="Dashboard">' in page
+    assert 'class="active" aria-current="page">API keys</a>' in page and page.count('aria-current="page"') == 1
+    assert '<span class="brand">Acme Voice</span>' in page and "<title>API keys · Acme Voice</title>" in page
+    assert "tts_saas" not in page
+
+
 def test_pages_need_a_login(client):
     for path in ("/dashboard/", "/dashboard/keys", "/dashboard/jobs", "/dashboard/voices", "/dashboard/docs"):
         response = client.get(path)
@@ -59,17 +123,42 @@ def test_pages_need_a_login(client):
 
 def test_an_owner_creates_a_key_shown_once_that_works_then_revokes_it(client):
     signup(client)
-    created = client.post("/dashboard/keys", {"name": "backend", "kind": "standard"})
-    assert created.status_code == 200
-    raw = created.context["created"]["raw"]
-    assert raw.encode() in created.content and b"shown only this once" in created.content
-    assert raw.encode() not in client.get("/dashboard/keys").content
+    created = client.post("/dashboard/keys", {"name": "backend", "kind": "standard", "expires": "never"})
+    assert created.status_code == 302 and created["Location"] == "/dashboard/keys"  # a reload makes no key
+    shown = client.get("/dashboard/keys")
+    raw = shown.context["created"]["raw"]
+    assert raw.encode() in shown.content and b"shown only this once" in shown.content
+    assert (
+        f"export TTS_API_KEY={raw}".encode() in shown.content and b"http://testserver/v1/audio/speech" in shown.content
+    )
+    assert raw.encode() not in client.get("/dashboard/keys").content  # once
+    assert ApiKey.objects.filter(name="backend").count() == 1
     assert authenticate_key(f"Bearer {raw}").organization.name == "Analytical Engines"
     prefix = ApiKey.objects.get(name="backend").prefix
     revoked = client.post(f"/dashboard/keys/{prefix}/revoke")
     assert revoked.status_code == 302
     with pytest.raises(ApiError):
         authenticate_key(f"Bearer {raw}")
+
+
+def test_key_names_are_unique_and_expiry_is_a_preset_or_a_date(client):
+    signup(client)
+    client.post("/dashboard/keys", {"name": "ci", "kind": "standard", "expires": "30"})
+    key = ApiKey.objects.get(name="ci")
+    assert abs((key.expires_at - timezone.now()).days - 30) <= 1 and key.created_by.email == "ada@example.com"
+    again = client.post("/dashboard/keys", {"name": "CI", "kind": "standard", "expires": "never"})
+    assert again.status_code == 200 and "A key named “CI” exists already" in again.content.decode()
+    past = client.post(
+        "/dashboard/keys", {"name": "old", "kind": "standard", "expires": "date", "expires_on": "2020-01-01"}
+    )
+    assert past.status_code == 200 and b"The expiry must be in the future." in past.content
+    dated = client.post(
+        "/dashboard/keys", {"name": "dated", "kind": "admin", "expires": "date", "expires_on": "2099-05-01"}
+    )
+    assert dated.status_code == 302
+    assert ApiKey.objects.get(name="dated").expires_at.date().isoformat() == "2099-05-01"
+    page = client.get("/dashboard/keys").content.decode()
+    assert "ada@example.com" in page and "2099-05-01" in page and "Admin keys can" in page
 
 
 def test_a_member_cannot_manage_keys(client):
@@ -81,7 +170,9 @@ def test_a_member_cannot_manage_keys(client):
     client.force_login(member)
     page = client.get("/dashboard/keys")
     assert page.status_code == 200 and b"can see keys but not create or revoke them" in page.content
-    assert client.post("/dashboard/keys", {"name": "x", "kind": "standard"}).status_code == 403
+    refused = client.post("/dashboard/keys", {"name": "x", "kind": "standard"})
+    assert refused.status_code == 403 and b"Only owners and admins" in refused.content  # a page that says why
+    assert b"Back to the overview" in refused.content
     assert client.post(f"/dashboard/keys/{key.prefix}/revoke").status_code == 403
     assert ApiKey.objects.count() == 1 and ApiKey.objects.get().revoked_at is None
 
@@ -240,6 +331,21 @@ def test_a_password_reset_refuses_a_weak_password(client):
     weak = client.post(set_url, {"new_password1": "x", "new_password2": "x"})
     assert weak.status_code == 200  # the form again, with the validators' errors
     assert not client.login(username="ada@example.com", password="x")
+
+
+def test_an_address_is_invited_once_and_the_link_is_offered_when_no_mail_is_sent(client):
+    signup(client)
+    sent = client.post("/dashboard/members", {"email": "Dave@Example.com", "role": "member"}, follow=True)
+    link = re.search(r"/dashboard/invite/\S+", mail.outbox[0].body).group(0)
+    shown = html.unescape(sent.content.decode())
+    # The test settings' e-mail backend delivers nothing to anyone: the page says so and gives the link.
+    assert "This server does not send e-mail" in shown and f"http://testserver{link}" in shown
+    assert f'data-link="http://testserver{link}"' in shown  # Copy link on the pending row
+    twice = client.post("/dashboard/members", {"email": "dave@example.com", "role": "admin"})
+    assert twice.status_code == 200 and "dave@example.com is invited already" in twice.content.decode()
+    member = client.post("/dashboard/members", {"email": "ADA@example.com", "role": "member"})
+    assert member.status_code == 200 and "ada@example.com is a member already" in member.content.decode()
+    assert Invitation.objects.count() == 1 and len(mail.outbox) == 1
 
 
 def test_an_admin_withdraws_a_pending_invitation_and_its_link_stops_working(client):

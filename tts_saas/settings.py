@@ -71,6 +71,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                "dashboard.context.branding",
             ],
         },
     },
@@ -117,6 +118,9 @@ TTS_INVITE_RATE = envstr("TTS_INVITE_RATE", "30/h")  # per inviting user
 
 # Dashboard sign-in (sessions); e-mail goes to the console unless SMTP is configured.
 LOGIN_URL = "login"
+# E-mail addresses are usernames, matched in any case (accounts.backends).
+AUTHENTICATION_BACKENDS = ["accounts.backends.CaseInsensitiveEmailBackend"]
+
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator", "OPTIONS": {"min_length": 10}},
@@ -248,6 +252,7 @@ TTS_DEVICE = envstr("TTS_DEVICE")  # empty: cuda when present, else cpu
 TTS_PRECISION = envstr("TTS_PRECISION", "auto")  # the GPT's: auto (= fp32, measured best), fp32, bf16, int8 (CPU)
 TTS_TORCH_THREADS = envint("TTS_TORCH_THREADS", 0)  # a worker's torch threads; 0: auto (CPU: cores - 1)
 TTS_MODEL_NAME = envstr("TTS_MODEL_NAME", "chattts")
+TTS_PRODUCT_NAME = envstr("TTS_PRODUCT_NAME", "tts_saas")  # the dashboard's name for the service
 TTS_MODEL_ALIASES = [a for a in envstr("TTS_MODEL_ALIASES", "tts-1,tts-1-hd,gpt-4o-mini-tts").split(",") if a]
 TTS_MAX_INPUT_CHARS = envint("TTS_MAX_INPUT_CHARS", 4096)
 TTS_MAX_JOB_CHARS = envint("TTS_MAX_JOB_CHARS", 200_000)  # an asynchronous job's input, at most (plans set less)

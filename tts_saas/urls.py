@@ -80,5 +80,6 @@ urlpatterns = [
     path("", RedirectView.as_view(pattern_name="dashboard:overview", permanent=False)),
 ]
 
-handler404 = "tts_saas.errors.not_found"
-handler500 = "tts_saas.errors.server_error"
+handler403 = "dashboard.views.errors.forbidden"
+handler404 = "dashboard.views.errors.not_found"
+handler500 = "dashboard.views.errors.server_error"

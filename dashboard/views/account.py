@@ -17,7 +17,7 @@ from ..access import SESSION_ORG, member_required
 from ..forms import AcceptForm, SignupForm
 from ..throttles import posted, throttled
 
-BACKEND = "django.contrib.auth.backends.ModelBackend"
+BACKEND = "accounts.backends.CaseInsensitiveEmailBackend"  # the one in settings.AUTHENTICATION_BACKENDS
 
 sign_in = throttled("login", ("ip", "TTS_LOGIN_RATE"), (posted("username"), "TTS_LOGIN_ACCOUNT_RATE"))(
     auth_views.LoginView.as_view()

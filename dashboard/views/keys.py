@@ -16,6 +16,7 @@ from ..access import member_required, page, require_admin
 from ..forms import KeyForm
 
 ROTATE_WEBHOOK_SECRET = "rotate-webhook-secret"  # the rotate form's `action`: it posts to this page
+NEW_KEY = "new_api_key"  # the session's one-time copy of a key just created
 
 
 @member_required
@@ -23,8 +24,7 @@ def keys(request):
     org = request.principal.organization
     if request.method == "POST" and request.POST.get("action") == ROTATE_WEBHOOK_SECRET:
         return _rotate_webhook_secret(request)
-    form = KeyForm(request.POST or None)
-    created = None
+    form = KeyForm(request.POST or None, organization=org)
     if request.method == "POST":
         require_admin(request, "manage API keys")
         if form.is_valid():
@@ -34,15 +34,19 @@ def keys(request):
                 created_by=request.user,
                 kind=form.cleaned_data["kind"],
             )
-            created = {"key": key, "raw": raw}
-            form = KeyForm()
+            # Shown once, on the page the browser is sent to: a reload makes no second key and
+            # shows the secret no more.
+            request.session[NEW_KEY] = {"raw": raw, "name": key.name, "kind": key.kind}
+            return redirect("dashboard:keys")
+    created = request.session.pop(NEW_KEY, None)
     return page(
         request,
         "keys.html",
         "keys",
-        keys=scoped(ApiKey, org),
+        keys=scoped(ApiKey, org).select_related("created_by"),
         form=form,
         created=created,
+        base_url=request.build_absolute_uri("/v1").rstrip("/"),
         can_manage=request.principal.is_admin,
         webhook_secret=org.webhook_secret if request.principal.is_admin else None,
         previous_valid_until=org.previous_webhook_secret_valid_until(),

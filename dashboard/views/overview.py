@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from billing import stripe_client
 from billing.usage import daily_characters, month_summary
 
 from ..access import member_required, page
@@ -12,6 +13,7 @@ from ..charts import daily_bars
 def overview(request):
     org = request.principal.organization
     month = month_summary(org)
+    included = month.limits.monthly_characters
     return page(
         request,
         "overview.html",
@@ -25,4 +27,12 @@ def overview(request):
         audio_minutes=round(month.audio_seconds / 60, 1),
         hit_rate=month.cache_hit_rate,
         chart=daily_bars(daily_characters(org)),
+        # The meter is amber from WARN_AT and red when the month's characters are used up.
+        warn_at=round(included * WARN_AT),
+        full_at=max(included - 1, 0),
+        level="full" if month.used >= included > 0 else ("warn" if month.used >= included * WARN_AT else ""),
+        can_upgrade=stripe_client.configured(),
     )
+
+
+WARN_AT = 0.8  # of the month's included characters

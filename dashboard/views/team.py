@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied
 from django.http import Http404
@@ -25,6 +26,8 @@ def members(request):
     if request.method == "POST":
         require_admin(request, "invite people")
         if form.is_valid():
+            _refuse_twice(form, org)
+        if form.is_valid():
             invitation = actions.invite(
                 org,
                 form.cleaned_data["email"],
@@ -34,13 +37,44 @@ def members(request):
                     reverse("dashboard:accept-invitation", args=[token])
                 ),
             )
-            messages.info(request, f"Invitation sent to {invitation.email}.")
+            if settings.EMAIL_BACKEND in UNDELIVERED:  # say so rather than claim it was sent
+                messages.info(
+                    request,
+                    f"Invitation created for {invitation.email}. This server does not send e-mail "
+                    f"(EMAIL_BACKEND): send them the link yourself: {_accept_url(request, invitation)}",
+                )
+            else:
+                messages.info(request, f"Invitation e-mailed to {invitation.email}.")
             return redirect("dashboard:members")
     team = Membership.objects.filter(organization=org).select_related("user").order_by("created_at")
     pending = [i for i in Invitation.objects.filter(organization=org, accepted_at__isnull=True) if i.is_open]
+    for invitation in pending:
+        invitation.url = _accept_url(request, invitation)
     return page(
         request, "members.html", "members", team=team, pending=pending, form=form, can_manage=request.principal.is_admin
     )
+
+
+# E-mail backends that deliver nothing to the invitee (the default one prints to the console).
+UNDELIVERED = (
+    "django.core.mail.backends.console.EmailBackend",
+    "django.core.mail.backends.filebased.EmailBackend",
+    "django.core.mail.backends.locmem.EmailBackend",
+    "django.core.mail.backends.dummy.EmailBackend",
+)
+
+
+def _accept_url(request, invitation: Invitation) -> str:
+    return request.build_absolute_uri(reverse("dashboard:accept-invitation", args=[invitation.token]))
+
+
+def _refuse_twice(form: InviteForm, org) -> None:
+    """One open invitation per address, and none for a member already."""
+    email = form.cleaned_data["email"].lower()
+    if Membership.objects.filter(organization=org, user__username__iexact=email).exists():
+        form.add_error("email", f"{email} is a member already.")
+    elif any(i.is_open for i in Invitation.objects.filter(organization=org, email=email, accepted_at__isnull=True)):
+        form.add_error("email", f"{email} is invited already: copy the link below, or withdraw it and invite again.")
 
 
 @require_POST
