@@ -51,6 +51,19 @@ def test_a_new_team_signs_up_uses_a_key_plays_audio_and_revokes_the_key(live_sta
         assert state["started"] is True and state["bytes"] > 0 and state["bytes"] % 2 == 0
         assert page.locator("#pg-download").is_visible()
         assert "Done:" in page.locator("#pg-status").inner_text()
+        replay = page.locator("#pg-audio")  # replay and seeking of what was generated, not generated again
+        assert replay.is_visible() and replay.get_attribute("src").startswith("blob:")
+        count = page.locator("#pg-count").inner_text()
+        assert count.startswith("22 / 1,000 characters") and "left this month" in count
+        page.fill("#pg-text", "x" * 1001)  # too long: the counter says so and Play waits (no silent cut)
+        assert "error" in page.locator("#pg-count").get_attribute("class") and page.locator("#pg-play").is_disabled()
+        long = " ".join(f"Sentence number {i} of a text that is long enough to stop halfway." for i in range(12))
+        page.fill("#pg-text", long)
+        page.click("#pg-play")
+        page.wait_for_function("window.ttsPlayground.started || window.ttsPlayground.error", timeout=60_000)
+        page.click("#pg-stop")
+        page.wait_for_function("window.ttsPlayground.ended || window.ttsPlayground.error", timeout=60_000)
+        assert page.locator("#pg-status").inner_text() == "Stopped: only what was generated is billed."
 
         page.click("text=API keys")
         page.once("dialog", lambda dialog: dialog.accept())
