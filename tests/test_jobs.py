@@ -84,8 +84,9 @@ def test_audio_of_an_unfinished_job_is_409(client, owner, status):
 
 def test_cancel_mid_generation_stops_the_worker_and_refunds_the_unused_part(live_stack):
     org = make_persona("Canceller", max_input_chars=4096, monthly_characters=100_000, requests_per_minute=6000)
+    text = " ".join([LONG] * 3)  # ~8,000 characters: far more than can be generated before the cancel lands
     with live_stack.client(org.key) as client:
-        job = client.post("/jobs", json={"input": LONG, "response_format": "pcm"}).json()
+        job = client.post("/jobs", json={"input": text, "response_format": "pcm"}).json()
 
         def progressing() -> dict | None:
             seen = client.get(f"/jobs/{job['id']}").json()
@@ -101,7 +102,7 @@ def test_cancel_mid_generation_stops_the_worker_and_refunds_the_unused_part(live
     event = UsageEvent.objects.get(job_id=job["id"])
     # Billed: the input's share of the segments done when the worker stopped, nothing more.
     assert event.status == "cancelled"
-    assert event.characters == int(len(LONG) * final["progress"] + 1e-9) and 0 < event.characters < len(LONG)
+    assert event.characters == int(len(text) * final["progress"] + 1e-9) and 0 < event.characters < len(text)
     quota = QuotaPeriod.objects.get(organization=org.org)
     assert (quota.used, quota.reserved) == (event.characters, 0)
 
