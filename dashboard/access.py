@@ -20,17 +20,24 @@ from tts_saas.errors import ApiError
 SESSION_ORG = "organization_id"
 
 
+def current_membership(request) -> tuple[Membership | None, list[Membership]]:
+    """The signed-in user's membership in the organization the session chose (else their first),
+    and all their memberships."""
+    memberships = list(Membership.objects.filter(user=request.user).select_related("organization"))
+    chosen = request.session.get(SESSION_ORG)
+    current = next((m for m in memberships if m.organization_id == chosen), memberships[0] if memberships else None)
+    return current, memberships
+
+
 def member_required(view):
     """Sets `request.membership`, `request.memberships` and `request.principal`."""
 
     @login_required
     @functools.wraps(view)
     def wrapped(request, *args, **kwargs):
-        memberships = list(Membership.objects.filter(user=request.user).select_related("organization"))
-        if not memberships:
+        membership, memberships = current_membership(request)
+        if membership is None:
             return redirect("dashboard:signup")
-        chosen = request.session.get(SESSION_ORG)
-        membership = next((m for m in memberships if m.organization_id == chosen), memberships[0])
         request.membership, request.memberships = membership, memberships
         request.principal = principal_for_member(membership, active=False)  # a suspended org still reads
         return view(request, *args, **kwargs)

@@ -106,17 +106,24 @@ RECORDING_SECONDS = (1.0, 15.0)  # ChatTTS's zero-shot works best on short refer
 RECORDING_KEY = "tts:voice_recording:{}"  # the decoded recording, for the worker to encode (an hour)
 
 
-class RecordingVoiceSerializer(StrictSerializer):
-    name = serializers.RegexField(NAME, max_length=64)
+class VoiceSerializerBase(StrictSerializer):
+    """What every way of making a voice asks: its name (not a built-in one's) and description."""
+
+    name = serializers.RegexField(NAME, max_length=64, help_text="Letters, digits, spaces and . ' ( ) - _")
     description = serializers.CharField(max_length=300, required=False, default="", allow_blank=True)
+
+    def validate_name(self, name: str) -> str:
+        if name.strip() != name or name.lower() in VOICES:
+            raise serializers.ValidationError(f"'{name}' is a built-in voice's name or has surrounding spaces.")
+        return name
+
+
+class RecordingVoiceSerializer(VoiceSerializerBase):
     transcript = serializers.CharField(max_length=300, help_text="Exactly what the recording says.")
     audio = serializers.FileField(help_text="1 to 15 s of one speaker: wav, mp3, flac, ogg/opus, m4a or webm.")
     keep_upload = serializers.BooleanField(
         required=False, default=False, help_text="Keep the uploaded file with the voice (it is not kept otherwise)."
     )
-
-    def validate_name(self, name: str) -> str:
-        return VoiceCreateSerializer.validate_name(self, name)  # type: ignore[arg-type]
 
     def validate_transcript(self, transcript: str) -> str:
         if any(tag in transcript for tag in ("[Stts]", "[spk_emb]", "[empty_spk]", "[Ptts]")):
@@ -128,9 +135,7 @@ class RecordingVoiceSerializer(StrictSerializer):
         return " ".join(transcript.split())
 
 
-class VoiceCreateSerializer(StrictSerializer):
-    name = serializers.RegexField(NAME, max_length=64, help_text="Letters, digits, spaces and . ' ( ) - _")
-    description = serializers.CharField(max_length=300, required=False, default="", allow_blank=True)
+class VoiceCreateSerializer(VoiceSerializerBase):
     seed = serializers.IntegerField(
         required=False, min_value=0, max_value=2**31 - 1, help_text="A speaker sampled with this seed."
     )
@@ -140,11 +145,6 @@ class VoiceCreateSerializer(StrictSerializer):
         max_length=MAX_SPEAKER_CHARS,
         help_text="A ChatTTS speaker embedding string.",
     )
-
-    def validate_name(self, name: str) -> str:
-        if name.strip() != name or name.lower() in VOICES:
-            raise serializers.ValidationError(f"'{name}' is a built-in voice's name or has surrounding spaces.")
-        return name
 
     def validate_speaker(self, speaker: str) -> str:
         problem = speaker_problem(speaker)

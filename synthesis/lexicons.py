@@ -1,6 +1,6 @@
 """/v1/lexicons: an organization's pronunciation lexicons (create, list, read, change, delete), and
-`entries_for`, which resolves the lexicons a request names (and the organization's defaults) into
-the entries `synthesis.lexicon.apply` uses. Any key of the organization may manage them."""
+`matcher_for`, which compiles the lexicons a request names (and the organization's defaults) into
+the `synthesis.lexicon.Matcher` it applies. Any key of the organization may manage them."""
 
 from __future__ import annotations
 
@@ -37,8 +37,11 @@ _matchers_lock = threading.Lock()
 
 
 def matcher_for(organization, ids: list[str]) -> Matcher:
-    """`entries_for`'s entries compiled, kept per set of lexicon versions (a lexicon's `updated_at`
-    changes with it): a request does not compile thousands of entries again."""
+    """The entries a request applies, compiled: its lexicons in the order named, then the
+    organization's default ones (oldest first); the first entry for a text wins. An id not of this
+    organization is refused (400), whether it exists elsewhere or not. Kept per set of lexicon
+    versions (a lexicon's `updated_at` changes with it): a request does not compile thousands of
+    entries again."""
     lexicons = _lexicons_for(organization, ids)
     key = tuple((lexicon.id, lexicon.updated_at) for lexicon in lexicons)
     with _matchers_lock:
@@ -50,13 +53,6 @@ def matcher_for(organization, ids: list[str]) -> Matcher:
         while len(_matchers) > MATCHERS_KEPT:
             _matchers.popitem(last=False)
     return matcher
-
-
-def entries_for(organization, ids: list[str]) -> list[Entry]:
-    """The entries a request applies: its lexicons in the order named, then the organization's
-    default ones (oldest first); the first entry for a text wins. An id not of this organization
-    is refused (400), whether it exists elsewhere or not."""
-    return merged(entries_of(lexicon) for lexicon in _lexicons_for(organization, ids))
 
 
 def _lexicons_for(organization, ids: list[str]) -> list[Lexicon]:

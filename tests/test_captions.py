@@ -18,6 +18,7 @@ from inference.engine import PAUSE_SECONDS
 from inference.text import SAMPLE_RATE, prepare
 from tests.factories import make_job
 from tests.test_jobs import wait_for
+from tests.test_websocket import collect
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -110,17 +111,7 @@ def test_sse_reports_each_segment_as_it_finishes_and_a_cache_hit_reports_the_sam
 def test_the_websocket_end_message_has_the_segments_also_on_a_cache_hit(live_stack, owner):
     async def utterance(ws, uid: str) -> tuple[dict, bytes, dict]:
         await ws.send(json.dumps({"type": "synthesize", "id": uid, "text": TEXT, "seed": 33, "format": "pcm"}))
-        start, pcm = None, b""
-        while True:
-            frame = await asyncio.wait_for(ws.recv(), 240)
-            if isinstance(frame, bytes):
-                pcm += frame
-                continue
-            message = json.loads(frame)
-            if message["type"] == "start":
-                start = message
-            elif message["type"] in ("end", "error"):
-                return start, pcm, message
+        return await collect(ws)
 
     async def go():
         url = live_stack.base_url.replace("http://", "ws://") + "/v1/audio/stream"

@@ -27,6 +27,7 @@ from synthesis.custom_voices import canonical
 from synthesis.models import Job, Voice
 from tests.factories import own_plan
 from tests.test_jobs import wait_for
+from tests.test_websocket import collect
 from tests.waiting import wait_until
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -79,12 +80,9 @@ def test_a_voice_from_an_embedding_is_that_speaker_for_every_segment_request_and
         async with websockets.connect(url, additional_headers={"Authorization": f"Bearer {owner.key}"}) as ws:
             await ws.recv()
             await ws.send(json.dumps({"type": "synthesize", "text": TEXT, "voice": voice["id"], "seed": 21}))
-            start, audio = json.loads(await ws.recv()), b""
-            while isinstance(frame := await asyncio.wait_for(ws.recv(), 60), bytes):
-                audio += frame
-            return start, audio
+            return await collect(ws)
 
-    start, audio = asyncio.run(over_websocket())
+    start, audio, _ = asyncio.run(over_websocket())
     assert start["cached"] is True and audio == mine.content  # the same voice, seed and text: the same entry
 
 

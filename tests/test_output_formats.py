@@ -19,6 +19,7 @@ import websockets
 from synthesis.audio import RAW_RATES
 from tests.factories import own_plan
 from tests.test_jobs import wait_for
+from tests.test_websocket import collect
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -133,10 +134,7 @@ def test_the_websocket_streams_ulaw_and_says_its_sample_rate(live_stack, owner):
         async with websockets.connect(url, additional_headers={"Authorization": f"Bearer {owner.key}"}) as ws:
             await ws.recv()  # ready
             await ws.send(json.dumps({"type": "synthesize", "text": TEXT, "seed": SEED + 2, "format": "ulaw_8000"}))
-            start, body = json.loads(await ws.recv()), b""
-            while isinstance(frame := await asyncio.wait_for(ws.recv(), 60), bytes):
-                body += frame
-            return start, body, json.loads(frame)
+            return await collect(ws)
 
     start, body, end = asyncio.run(go())
     assert start["format"] == "ulaw_8000" and start["sample_rate"] == 8000

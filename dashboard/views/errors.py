@@ -5,10 +5,9 @@ from __future__ import annotations
 
 from django.shortcuts import render
 
-from accounts.models import Membership
 from tts_saas import errors
 
-from ..access import SESSION_ORG
+from ..access import current_membership
 
 PAGES = ("/dashboard", "/accounts")
 TITLES = {403: "Not allowed", 404: "Page not found", 500: "Something went wrong"}
@@ -18,9 +17,7 @@ def _page(request, status: int, message: str):
     context: dict = {"status": status, "title": TITLES[status], "message": message}
     user = getattr(request, "user", None)
     if status != 500 and user is not None and user.is_authenticated:  # (a 500 renders with as little as it can)
-        memberships = list(Membership.objects.filter(user=user).select_related("organization"))
-        chosen = request.session.get(SESSION_ORG)
-        current = next((m for m in memberships if m.organization_id == chosen), memberships[0] if memberships else None)
+        current, memberships = current_membership(request)
         if current is not None:
             context.update(current_org=current.organization, memberships=memberships, membership=current)
     return render(request, "dashboard/error.html", context, status=status)
