@@ -25,6 +25,14 @@ TOTALS = {
     "audio_seconds": Sum("audio_seconds"),
 }
 
+# The dashboard's usage page also counts every request whatever its outcome (as its history lists
+# them) and the cancelled ones; /v1/usage keeps TOTALS, which its schema documents.
+REPORT_TOTALS = {
+    **TOTALS,
+    "all_requests": Count("id"),
+    "cancelled_requests": Count("id", filter=Q(status=UsageEvent.Status.CANCELLED)),
+}
+
 
 @dataclass(frozen=True)
 class MonthSummary:
@@ -92,16 +100,17 @@ def _clean(row: dict) -> dict:
     return row
 
 
-def usage_report(events, start: date, end: date, group_by: str) -> dict:
-    """Totals of `events` (an organization's ledger rows) per day or per key, dates inclusive (UTC)."""
+def usage_report(events, start: date, end: date, group_by: str, totals: dict = TOTALS) -> dict:
+    """Totals of `events` (an organization's ledger rows) per day or per key, dates inclusive (UTC);
+    `totals` names the aggregates (TOTALS, or REPORT_TOTALS for the dashboard)."""
     since = datetime.combine(start, datetime.min.time(), tzinfo=UTC)
     until = datetime.combine(end + timedelta(days=1), datetime.min.time(), tzinfo=UTC)
     events = events.filter(created_at__gte=since, created_at__lt=until)
     if group_by == "day":
-        rows = events.annotate(date=TruncDate("created_at", tzinfo=UTC)).values("date").annotate(**TOTALS)
+        rows = events.annotate(date=TruncDate("created_at", tzinfo=UTC)).values("date").annotate(**totals)
         data = [_clean({**r, "date": r["date"].isoformat()}) for r in rows.order_by("date")]
     else:
-        rows = events.values("api_key__prefix", "api_key__name").annotate(**TOTALS).order_by("api_key__prefix")
+        rows = events.values("api_key__prefix", "api_key__name").annotate(**totals).order_by("api_key__prefix")
         data = [_clean({"key_id": r.pop("api_key__prefix"), "key_name": r.pop("api_key__name"), **r}) for r in rows]
-    total = _clean(events.aggregate(**TOTALS))
+    total = _clean(events.aggregate(**totals))
     return {"start": start.isoformat(), "end": end.isoformat(), "group_by": group_by, "data": data, "total": total}

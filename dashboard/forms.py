@@ -10,6 +10,7 @@ from django import forms
 from django.contrib.auth import get_user_model
 from django.contrib.auth.password_validation import validate_password
 from django.utils import timezone
+from django.utils.safestring import mark_safe
 
 from accounts.models import ApiKey, Membership
 from tts_saas.errors import ApiError
@@ -18,7 +19,7 @@ from tts_saas.errors import ApiError
 class PasswordField(forms.CharField):
     """A new password, held to Django's password validators."""
 
-    widget = forms.PasswordInput
+    widget = forms.PasswordInput(attrs={"autocomplete": "new-password"})  # password managers offer to make one
 
     def __init__(self, **kwargs):
         super().__init__(min_length=10, **kwargs)
@@ -29,9 +30,11 @@ class PasswordField(forms.CharField):
 
 
 class SignupForm(forms.Form):
-    email = forms.EmailField()
+    email = forms.EmailField(widget=forms.EmailInput(attrs={"autocomplete": "email"}))
     password = PasswordField()
-    organization = forms.CharField(max_length=200, label="Organization name")
+    organization = forms.CharField(
+        max_length=200, label="Organization name", widget=forms.TextInput(attrs={"autocomplete": "organization"})
+    )
 
     def clean_email(self):
         email = self.cleaned_data["email"].lower()
@@ -82,7 +85,7 @@ class KeyForm(forms.Form):
 
 
 class InviteForm(forms.Form):
-    email = forms.EmailField()
+    email = forms.EmailField(widget=forms.EmailInput(attrs={"autocomplete": "off"}))  # someone else's address
     role = forms.ChoiceField(
         choices=[(Membership.Role.MEMBER, "member"), (Membership.Role.ADMIN, "admin")], initial=Membership.Role.MEMBER
     )
@@ -147,7 +150,14 @@ class LexiconForm(forms.Form):
     name = forms.CharField(required=False)
     is_default = forms.BooleanField(required=False, label="Default: applies to every request")
     entries = forms.CharField(
-        required=False, strip=False, widget=forms.Textarea(attrs={"rows": 12, "spellcheck": "false"})
+        required=False,
+        strip=False,
+        widget=forms.Textarea(attrs={"rows": 12, "spellcheck": "false"}),
+        help_text=mark_safe(  # a constant of ours
+            "One a line, <code>text = alias</code>, e.g. <code>SQL = sequel</code>. End a line with "
+            "<code>(case)</code> to match that case only (<code>NASA = nasa (case)</code>); otherwise any case "
+            "matches. Entries match whole words, the longest first; blank lines are skipped."
+        ),
     )
 
     lines: list[int]  # the line of each entry, once cleaned

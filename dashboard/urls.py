@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.urls import path, re_path
 
-from .views import account, billing, docs, jobs, keys, lexicons, overview, playground, team, voices
+from .views import account, billing, docs, history, jobs, keys, lexicons, overview, playground, team, usage, voices
 
 app_name = "dashboard"
 
@@ -16,6 +16,8 @@ urlpatterns = [
     path("members", team.members, name="members"),
     path("members/<int:membership_id>/remove", team.remove_member, name="remove-member"),
     path("invitations/<int:invitation_id>/revoke", team.revoke_invitation, name="revoke-invitation"),
+    path("invitations/<int:invitation_id>/resend", team.resend_invitation, name="resend-invitation"),
+    path("members/<int:membership_id>/role", team.change_role, name="change-role"),
     path("voices", voices.voices, name="voices"),
     re_path(r"^voices/(?P<voice_id>voice_[0-9a-f]{16})/delete$", voices.delete_voice, name="delete-voice"),
     re_path(r"^voices/(?P<voice_id>voice_[0-9a-f]{16}|[a-z]+)/preview$", voices.voice_preview, name="voice-preview"),
@@ -24,8 +26,12 @@ urlpatterns = [
     re_path(r"^lexicons/(?P<lexicon_id>lex_[0-9a-f]{16})/delete$", lexicons.delete_lexicon, name="delete-lexicon"),
     path("playground", playground.playground, name="playground"),
     path("playground/ticket", playground.playground_ticket, name="playground-ticket"),
-    path("jobs", jobs.jobs, name="jobs"),
-    path("jobs/<uuid:job_id>/audio", jobs.job_audio, name="job-audio"),
+    path("playground/encode", playground.playground_encode, name="playground-encode"),
+    path("usage", usage.usage, name="usage"),
+    path("usage.csv", usage.usage_csv, name="usage-csv"),
+    path("history", history.history, name="history"),
+    path("jobs", jobs.jobs, name="jobs"),  # now History
+    path("jobs/<uuid:job_id>/audio", history.job_audio, name="job-audio"),
     path("docs", docs.docs, name="docs"),
     path("billing/", billing.billing, name="billing"),
     path("billing/checkout", billing.checkout, name="billing-checkout"),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import os
 
@@ -44,3 +45,10 @@ def sign_up(page, base_url: str, email: str, organization: str) -> None:
     page.fill("#id_organization", organization)
     page.click("button[type=submit]")
     page.wait_for_url(f"{base_url}/dashboard/")
+
+
+def off_loop(fn, *args, **kwargs):
+    """Call `fn` (ORM work) in another thread: Playwright's sync API keeps an event loop running in
+    this one, where Django refuses database calls."""
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        return pool.submit(fn, *args, **kwargs).result()

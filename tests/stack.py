@@ -54,6 +54,10 @@ def stack_env(redis_url: str, **extra: str) -> dict[str, str]:
         TTS_CALLBACK_ALLOW_PRIVATE="1",  # the tests' callback receiver listens on loopback
         TTS_CALLBACK_BACKOFF_SECONDS="0.5",
         PYTHONUNBUFFERED="1",
+        # The browser tests all sign up and sign in from 127.0.0.1 to one server per session; the
+        # throttles themselves are tested through Django's test client (test_auth_throttles.py).
+        TTS_SIGNUP_RATE="1000/h",
+        TTS_LOGIN_RATE="1000/m",
     )
     env.update(extra)
     return env

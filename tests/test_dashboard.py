@@ -22,6 +22,7 @@ from billing.models import UsageEvent
 from synthesis.custom_voices import create_voice
 from synthesis.lexicons import save_lexicon
 from synthesis.models import Lexicon, Voice
+from tests.factories import own_plan
 from tts_saas.errors import ApiError
 
 pytestmark = pytest.mark.django_db
@@ -298,11 +299,11 @@ def test_the_api_reference_is_served_with_local_assets(client):
     assert asset and client.get(asset.group(1).decode()).status_code == 200
 
 
-def test_the_docs_page_shows_examples_with_the_key_prefix_and_the_websocket_protocol(client):
+def test_the_docs_page_shows_examples_with_a_key_placeholder_and_the_websocket_protocol(client):
     signup(client)
     key, _ = Organization.objects.get().create_api_key("docs")
     page = client.get("/dashboard/docs")
-    assert f"tts_{key.prefix}_".encode() in page.content
+    assert key.prefix.encode() not in page.content and b"$TTS_API_KEY" in page.content  # no key cut short
     assert b"tts.v1" in page.content and b"/v1/audio/stream/tickets" in page.content
     assert b'href="/v1/docs"' in page.content
 
@@ -557,3 +558,52 @@ def test_the_lexicon_form_shows_the_apis_errors_by_line_and_the_plans_limit(clie
     assert "A lexicon named 'Taken' exists already." in page and "Lexicon Words" in page
     assert "2 of 100 entries used" in page
     assert Lexicon.objects.get(pk=words.pk).name == "Words"
+
+
+def test_the_playground_encodes_what_it_generated_in_the_formats_the_plan_allows(client):
+    signup(client)
+    org = Organization.objects.get()
+    page = client.get("/dashboard/playground").content.decode()
+    assert '<option value="mp3" data-extension="mp3">mp3</option>' in page
+    assert '<option value="ulaw_8000" data-extension="ulaw">ulaw_8000</option>' in page
+    tone = (np.sin(np.arange(24_000) * 2 * np.pi * 440 / 24_000) * 8000).astype("<i2").tobytes()  # 1 s
+
+    def encode(name: str, body: bytes = tone):
+        return client.post(f"/dashboard/playground/encode?format={name}", body, content_type="application/octet-stream")
+
+    flac = encode("flac")
+    assert flac.status_code == 200 and flac["Content-Type"] == "audio/flac"
+    assert flac["Content-Disposition"] == 'attachment; filename="speech.flac"' and flac.content[:4] == b"fLaC"
+    ulaw = encode("ulaw_8000")
+    assert ulaw.status_code == 200 and len(ulaw.content) == 8_000  # one second at 8 kHz, a byte a sample
+    assert UsageEvent.objects.count() == 0  # encoded, not generated: nothing billed
+
+    odd = encode("mp3", tone[:-1])
+    assert odd.status_code == 400 and odd.json()["error"]["code"] == "invalid_audio"
+    unknown = encode("mp4")
+    assert unknown.status_code == 400 and unknown.json()["error"]["param"] == "format"
+    minute = encode("ulaw_8000", tone * 60)  # larger than other bodies may be (2 MiB)
+    assert minute.status_code == 200 and len(minute.content) == 60 * 8_000
+    too_long = encode("mp3", bytes(601 * 24_000 * 2))  # over ten minutes
+    assert too_long.status_code == 413 and too_long.json()["error"]["code"] == "request_too_large"
+    assert client.post("/dashboard/keys", bytes(3 << 20), content_type="application/octet-stream").status_code == 413
+
+    own_plan(org, "fewer-codecs", allowed_formats=["mp3", "wav"])  # a plan that sells fewer codecs
+    page = client.get("/dashboard/playground").content.decode()
+    assert 'value="mp3"' in page and 'value="flac"' not in page
+    assert encode("flac").status_code == 400 and encode("mp3").status_code == 200
+    assert client.get("/dashboard/playground/encode?format=mp3").status_code == 405
+
+
+def test_form_errors_are_tied_to_their_fields(client):
+    signup(client)
+    client.post("/dashboard/keys", {"name": "ci", "kind": "standard", "expires": "never"})
+    page = client.post("/dashboard/keys", {"name": "CI", "kind": "standard", "expires": "date"}).content.decode()
+    assert 'aria-invalid="true" aria-describedby="id_name_error"' in page
+    assert '<span class="error" id="id_name_error">A key named “CI” exists already: choose another name.</span>' in page
+    assert 'aria-describedby="id_expires_on_helptext id_expires_on_error"' in page
+    assert '<span class="muted" id="id_expires_on_helptext">with “On a date”</span>' in page
+    client.logout()
+    login = client.post("/accounts/login/", {"username": "ada@example.com", "password": "wrong"}).content.decode()
+    assert '<p class="error" role="alert" id="login-error">' in login
+    assert 'autocomplete="username"' in login and 'autocomplete="current-password"' in login

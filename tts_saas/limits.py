@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
+from django.urls import Resolver404, resolve
 
 from .errors import error_response
 from .middleware import RequestCheckMiddleware
@@ -61,20 +62,44 @@ class HeaderLimitsMiddleware(RequestCheckMiddleware):
 
 def body_problem(request) -> str | None:
     """Why the body is refused before anything parses it: larger than TTS_MAX_BODY_BYTES by its
-    Content-Length, or (sent without one) once read (Django stops reading at the same size)."""
+    Content-Length, or (sent without one) once read (Django stops reading at the same size). A view
+    marked with `large_body` takes up to its own limit, announced by Content-Length."""
     limit = settings.TTS_MAX_BODY_BYTES
     message = f"The request body is too large: at most {limit} bytes are accepted."
     try:
-        if int(request.META.get("CONTENT_LENGTH") or 0) > limit:
-            return message
+        length = int(request.META.get("CONTENT_LENGTH") or 0)
     except ValueError:
         return "The Content-Length header is not a number."
+    if length > limit:
+        own = _own_limit(request)
+        if own is None:
+            return message
+        return f"The request body is too large: at most {own} bytes are accepted." if length > own else None
     if request.method in ("POST", "PUT", "PATCH"):
         try:
             request.body  # noqa: B018  (reads it, bounded by DATA_UPLOAD_MAX_MEMORY_SIZE)
         except RequestDataTooBig:
             return message
     return None
+
+
+def large_body(max_bytes: int):
+    """Mark a view that takes bodies up to `max_bytes` (more than TTS_MAX_BODY_BYTES): it reads
+    them itself, with `request.read()`, never `request.body`."""
+
+    def mark(view):
+        view.max_body_bytes = max_bytes
+        return view
+
+    return mark
+
+
+def _own_limit(request) -> int | None:
+    try:
+        match = resolve(request.path_info)
+    except Resolver404:
+        return None
+    return getattr(match.func, "max_body_bytes", None)
 
 
 class BodyLimitsMiddleware(RequestCheckMiddleware):

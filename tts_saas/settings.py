@@ -115,6 +115,7 @@ TTS_LOGIN_ACCOUNT_RATE = envstr("TTS_LOGIN_ACCOUNT_RATE", "30/h")  # sign-in per
 TTS_SIGNUP_RATE = envstr("TTS_SIGNUP_RATE", "10/h")
 TTS_PASSWORD_RESET_RATE = envstr("TTS_PASSWORD_RESET_RATE", "5/h")  # per address and per e-mail
 TTS_INVITE_RATE = envstr("TTS_INVITE_RATE", "30/h")  # per inviting user
+TTS_PLAYGROUND_ENCODE_RATE = envstr("TTS_PLAYGROUND_ENCODE_RATE", "30/m")  # playground downloads per member
 
 # Dashboard sign-in (sessions); e-mail goes to the console unless SMTP is configured.
 LOGIN_URL = "login"
@@ -190,6 +191,16 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    # No web fonts are loaded (templates/drf_spectacular/redoc.html): the system's, as the dashboard.
+    "REDOC_UI_SETTINGS": {
+        "theme": {
+            "typography": {
+                "fontFamily": 'system-ui, -apple-system, "Segoe UI", sans-serif',
+                "headings": {"fontFamily": 'system-ui, -apple-system, "Segoe UI", sans-serif'},
+                "code": {"fontFamily": "ui-monospace, SFMono-Regular, Menlo, Consolas, monospace"},
+            }
+        }
+    },
 }
 
 # Celery: synthesis on the "tts" queue (GPU workers), everything light on "default".
@@ -253,6 +264,7 @@ TTS_PRECISION = envstr("TTS_PRECISION", "auto")  # the GPT's: auto (= fp32, meas
 TTS_TORCH_THREADS = envint("TTS_TORCH_THREADS", 0)  # a worker's torch threads; 0: auto (CPU: cores - 1)
 TTS_MODEL_NAME = envstr("TTS_MODEL_NAME", "chattts")
 TTS_PRODUCT_NAME = envstr("TTS_PRODUCT_NAME", "tts_saas")  # the dashboard's name for the service
+TTS_PRODUCT_LOGO = envstr("TTS_PRODUCT_LOGO", "")  # URL of the logo shown before it (served by the operator), or none
 TTS_MODEL_ALIASES = [a for a in envstr("TTS_MODEL_ALIASES", "tts-1,tts-1-hd,gpt-4o-mini-tts").split(",") if a]
 TTS_MAX_INPUT_CHARS = envint("TTS_MAX_INPUT_CHARS", 4096)
 TTS_MAX_JOB_CHARS = envint("TTS_MAX_JOB_CHARS", 200_000)  # an asynchronous job's input, at most (plans set less)

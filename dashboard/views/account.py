@@ -3,6 +3,7 @@ organization, accepting an invitation."""
 
 from __future__ import annotations
 
+from django.contrib import messages
 from django.contrib.auth import login
 from django.contrib.auth import views as auth_views
 from django.core.exceptions import PermissionDenied
@@ -11,7 +12,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
 from accounts import actions
-from accounts.models import Invitation
+from accounts.models import Invitation, Membership
 
 from ..access import SESSION_ORG, member_required
 from ..forms import AcceptForm, SignupForm
@@ -60,16 +61,22 @@ def accept_invitation(request, token: str):
     invitation = Invitation.objects.select_related("organization").filter(token=token).first()
     if invitation is None or not invitation.is_open:
         raise Http404("This invitation is unknown, used or expired.")
+    org = invitation.organization
     if request.user.is_authenticated:
-        if request.user.email.lower() != invitation.email:
+        if actions.address_of(request.user) != invitation.email.lower():  # in any case: an operator may have typed it
             raise PermissionDenied(f"This invitation is for {invitation.email}.")
         if request.method != "POST":  # joining changes the account: a confirmed POST, never a link
-            return render(request, "dashboard/accept.html", {"invitation": invitation, "signed_in": True})
+            member = Membership.objects.filter(user=request.user, organization=org).first()
+            context = {"invitation": invitation, "signed_in": True, "member": member}
+            return render(request, "dashboard/accept.html", context)
         try:
-            actions.accept_invitation(invitation, request.user)
+            joined = actions.accept_invitation(invitation, request.user)
         except actions.InvitationUsed:
             raise Http404("This invitation is unknown, used or expired.") from None
         request.session[SESSION_ORG] = invitation.organization_id
+        messages.info(
+            request, f"You are a member of {org.name}, as {joined.role}."
+        )  # a member already keeps their role
         return redirect("dashboard:overview")
     existing = actions.has_account(invitation.email)
     form = AcceptForm(request.POST or None)
@@ -80,5 +87,6 @@ def accept_invitation(request, token: str):
             raise Http404("This invitation is unknown, used or expired.") from None
         login(request, user, backend=BACKEND)
         request.session[SESSION_ORG] = invitation.organization_id
+        messages.info(request, f"Welcome to {org.name}: you joined as {invitation.role}.")
         return redirect("dashboard:overview")
     return render(request, "dashboard/accept.html", {"invitation": invitation, "form": form, "existing": existing})

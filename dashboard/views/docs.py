@@ -1,29 +1,223 @@
-"""The docs page: API reference link, the WebSocket protocol and examples with the user's key prefix."""
+"""The docs page: links to the API reference and schema, ready-to-run examples with the user's
+base URL (the key comes from the environment, never from the page), and the WebSocket protocol
+rendered from docs/websocket.md."""
 
 from __future__ import annotations
 
-from django.conf import settings
+import functools
+import posixpath
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlsplit
 
-from accounts.models import ApiKey
-from accounts.tenancy import scoped
+from django.conf import settings
+from django.utils.safestring import SafeString, mark_safe
+from django.utils.text import slugify
+from markdown_it import MarkdownIt
+from markdown_it.token import Token
 
 from ..access import member_required, page
+
+DOCS_DIR = Path(settings.BASE_DIR) / "docs"
+
+# Repository docs rendered on this page, by file name: the prefix of their heading ids and the id
+# of their section. A link between them becomes a link to the heading on this page.
+RENDERED_DOCS = {"websocket.md": ("ws-", "websocket")}
+
+
+@dataclass(frozen=True)
+class Heading:
+    id: str
+    text: str
+
+
+@dataclass(frozen=True)
+class RenderedDoc:
+    title: SafeString  # the document's first heading, as an <h2>
+    body: SafeString
+    toc: tuple[Heading, ...]  # its sections (the Markdown's level-2 headings)
+
+
+@dataclass(frozen=True)
+class Snippet:
+    id: str
+    title: str
+    text: str
+
+
+def _plain(inline: Token) -> str:
+    return "".join(child.content for child in inline.children or () if child.type in ("text", "code_inline"))
+
+
+def _link_target(href: str, prefix: str) -> str | None:
+    """Where a link of the Markdown should point on this page; None drops the link (keeps its text).
+
+    Absolute links and in-page anchors stay; a link to another rendered doc becomes its anchor here;
+    any other relative link (a repository file the reader does not have) is dropped."""
+    parts = urlsplit(href)
+    if parts.scheme or href.startswith("//"):
+        return href
+    if not parts.path:
+        return f"#{prefix}{parts.fragment}" if parts.fragment else None
+    other = RENDERED_DOCS.get(posixpath.basename(parts.path))
+    if other is None:
+        return None
+    return f"#{other[0]}{parts.fragment}" if parts.fragment else f"#{other[1]}"
+
+
+def _fix_links(tokens: list[Token], prefix: str) -> None:
+    """Links pointed at this page, or dropped (their text kept) where they would lead nowhere."""
+    for token in tokens:
+        if token.type != "inline" or not token.children:
+            continue
+        children: list[Token] = []
+        dropping = False  # inside a link being dropped (links do not nest)
+        for child in token.children:
+            if child.type == "link_open":
+                target = _link_target(str(child.attrGet("href") or ""), prefix)
+                if target is None:
+                    dropping = True
+                    continue
+                child.attrSet("href", target)
+            elif child.type == "link_close" and dropping:
+                dropping = False
+                continue
+            children.append(child)
+        token.children = children
+
+
+def _anchor_headings(tokens: list[Token], prefix: str) -> tuple[Heading, ...]:
+    """Headings one level down (the page has its <h1>), each with an id and a link to itself; the
+    table of contents: the Markdown's level-2 headings."""
+    toc: list[Heading] = []
+    used: set[str] = set()
+    for i, token in enumerate(tokens):
+        if token.type != "heading_open":
+            continue
+        inline = tokens[i + 1]
+        text = _plain(inline)
+        slug = base = prefix + (slugify(text) or "section")
+        n = 2
+        while slug in used:
+            slug, n = f"{base}-{n}", n + 1
+        used.add(slug)
+        level = min(int(token.tag[1]) + 1, 6)
+        token.tag = tokens[i + 2].tag = f"h{level}"
+        token.attrSet("id", slug)
+        children = inline.children or []
+        if not any(child.type == "link_open" for child in children):  # a link may not hold a link
+            inline.children = [
+                Token("link_open", "a", 1, attrs={"href": f"#{slug}", "class": "anchor"}),
+                *children,
+                Token("link_close", "a", -1),
+            ]
+        if level == 3:
+            toc.append(Heading(slug, text))
+    return tuple(toc)
+
+
+def _markdown() -> MarkdownIt:
+    # CommonMark with raw HTML off: whatever the file holds is escaped, never passed through.
+    md = MarkdownIt("commonmark", {"html": False}).enable("table")
+    fence = md.renderer.rules["fence"]
+
+    def code_block(self, tokens, idx, options, env):
+        # Long lines scroll inside the block; tabindex lets a keyboard scroll it.
+        return fence(tokens, idx, options, env).replace("<pre>", '<pre class="code" tabindex="0">', 1)
+
+    def table_open(self, tokens, idx, options, env):
+        return '<div class="table-wrap" tabindex="0">' + self.renderToken(tokens, idx, options, env)
+
+    def table_close(self, tokens, idx, options, env):
+        return self.renderToken(tokens, idx, options, env) + "</div>\n"
+
+    md.add_render_rule("fence", code_block)
+    md.add_render_rule("table_open", table_open)
+    md.add_render_rule("table_close", table_close)
+    return md
+
+
+def render_markdown(text: str, prefix: str) -> RenderedDoc:
+    md = _markdown()
+    env: dict = {}
+    tokens = md.parse(text, env)
+    _fix_links(tokens, prefix)
+    toc = _anchor_headings(tokens, prefix)
+    head: list[Token] = []
+    if tokens and tokens[0].type == "heading_open":
+        head, tokens = tokens[:3], tokens[3:]
+    render = md.renderer.render
+    # Safe to mark: the renderer escapes the source (raw HTML is off) and refuses javascript: links.
+    return RenderedDoc(
+        title=mark_safe(render(head, md.options, env)),
+        body=mark_safe(render(tokens, md.options, env)),
+        toc=toc,
+    )
+
+
+@functools.cache
+def websocket_protocol() -> RenderedDoc:
+    """docs/websocket.md as HTML, rendered once per process (the file ships with the code)."""
+    return render_markdown((DOCS_DIR / "websocket.md").read_text(encoding="utf-8"), RENDERED_DOCS["websocket.md"][0])
+
+
+def snippets(base_url: str) -> list[Snippet]:
+    """Examples that run as pasted once TTS_API_KEY is exported: the key is never on the page."""
+    stream_url = re.sub(r"^http", "ws", base_url) + "/audio/stream"
+    return [
+        Snippet("snippet-env", "Your key in the environment", 'export TTS_API_KEY="paste your API key here"'),
+        Snippet(
+            "snippet-curl",
+            "curl",
+            f'curl "{base_url}/audio/speech" \\\n'
+            '  -H "Authorization: Bearer $TTS_API_KEY" \\\n'
+            '  -H "Content-Type: application/json" \\\n'
+            """  -d '{"model": "tts-1", "input": "Hello!", "voice": "alloy", "response_format": "mp3"}' \\\n"""
+            "  -o hello.mp3",
+        ),
+        Snippet(
+            "snippet-python",
+            "Python (openai SDK)",
+            "import os\n\n"
+            "from openai import OpenAI\n\n"
+            f'client = OpenAI(base_url="{base_url}", api_key=os.environ["TTS_API_KEY"])\n'
+            "with client.audio.speech.with_streaming_response.create(\n"
+            '    model="tts-1", voice="alloy", input="Hello!", response_format="mp3"\n'
+            ") as response:\n"
+            '    response.stream_to_file("hello.mp3")',
+        ),
+        Snippet(
+            "snippet-websocket",
+            "Python (WebSocket, websockets package)",
+            "import asyncio\nimport json\nimport os\n\nimport websockets\n\n\n"
+            "async def main():\n"
+            '    headers = {"Authorization": f"Bearer {os.environ[\'TTS_API_KEY\']}"}\n'
+            f'    async with websockets.connect("{stream_url}", additional_headers=headers) as ws:\n'
+            '        print(await ws.recv())  # {"type": "ready", ...}\n'
+            '        await ws.send(json.dumps({"type": "synthesize", "id": "u1", "text": "Hello!", "format": "wav"}))\n'
+            '        with open("hello.wav", "wb") as out:\n'
+            "            while True:\n"
+            "                frame = await ws.recv()\n"
+            "                if isinstance(frame, bytes):\n"
+            "                    out.write(frame)\n"
+            "                    continue\n"
+            "                print(frame)\n"
+            '                if json.loads(frame)["type"] in ("end", "error"):\n'
+            "                    break\n\n\n"
+            "asyncio.run(main())",
+        ),
+    ]
 
 
 @member_required
 def docs(request):
-    prefixes = list(
-        scoped(ApiKey, request.principal.organization)
-        .filter(revoked_at__isnull=True)
-        .values_list("prefix", flat=True)[:1]
-    )
-    example_key = f"tts_{prefixes[0]}_…" if prefixes else "tts_<your key>"
-    protocol = (settings.BASE_DIR / "docs" / "websocket.md").read_text(encoding="utf-8")
+    base_url = request.build_absolute_uri("/v1")
     return page(
         request,
         "docs.html",
         "docs",
-        example_key=example_key,
-        base_url=request.build_absolute_uri("/v1"),
-        websocket_protocol=protocol,
+        base_url=base_url,
+        snippets=snippets(base_url),
+        protocol=websocket_protocol(),
     )

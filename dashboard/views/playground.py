@@ -1,10 +1,11 @@
 """The playground, which speaks through the WebSocket with a member's ticket: a character counter
 with the month's remaining quota, Stop, replay and seeking of what was generated (no second bill),
-a WAV download and the request as a curl command."""
+a download in the format picked (what was generated, encoded here: never generated twice) and the
+request as curl or Python code."""
 
 from __future__ import annotations
 
-from django.http import JsonResponse
+from django.http import HttpResponse, JsonResponse
 from django.views.decorators.http import require_POST
 
 from accounts.auth import issue_ticket
@@ -12,9 +13,13 @@ from accounts.tenancy import scoped
 from billing.limits import limits_for
 from billing.usage import month_summary
 from inference.voices import VOICES
+from synthesis import audio
 from synthesis.models import Voice
+from tts_saas.errors import error_response
+from tts_saas.limits import large_body
 
 from ..access import member_required, page, require_active
+from ..throttles import by_user, throttled
 
 
 @member_required
@@ -31,6 +36,7 @@ def playground(request):
         voices=voices,
         own_voices=scoped(Voice, org).order_by("created_at").only("id", "name"),
         selected=request.GET.get("voice", ""),
+        formats=[audio.output_format(name) for name in download_formats(limits.allowed_formats)],
         max_chars=limits.max_input_chars,
         remaining=max(0, month.limits.monthly_characters - month.used),
         base_url=request.build_absolute_uri("/v1").rstrip("/"),
@@ -44,3 +50,37 @@ def playground_ticket(request):
     require_active(request)
     ticket = issue_ticket(request.principal)
     return JsonResponse({"ticket": ticket, "url": f"/v1/audio/stream?ticket={ticket}"})
+
+
+# Offered for download, the API's names; WAV is made in the browser, the others by `encode`.
+DOWNLOAD_FORMATS = ("wav", "mp3", "opus", "aac", "flac", "pcm", "ulaw_8000", "alaw_8000")
+
+
+def download_formats(allowed: tuple[str, ...]) -> list[str]:
+    """The download formats the plan allows (its codecs; none listed: all)."""
+    return [name for name in DOWNLOAD_FORMATS if not allowed or audio.output_format(name).codec in allowed]
+
+
+MAX_ENCODE_SECONDS = 600  # of 24 kHz audio, what one download may carry
+
+
+@large_body(MAX_ENCODE_SECONDS * audio.SAMPLE_RATE * 2)
+@require_POST
+@member_required
+@throttled("encode", (by_user, "TTS_PLAYGROUND_ENCODE_RATE"))
+def playground_encode(request):
+    """What the playground generated (24 kHz 16-bit PCM, the body) as a file in `?format=`:
+    encoded, not generated again, so nothing is billed."""
+    name = request.GET.get("format", "")
+    limits = limits_for(request.principal.organization)
+    if name not in download_formats(limits.allowed_formats):
+        offered = ", ".join(download_formats(limits.allowed_formats))
+        return error_response(400, f"format must be one of {offered}.", "invalid_format", "format")
+    limit = MAX_ENCODE_SECONDS * audio.SAMPLE_RATE * 2
+    pcm = request.read(limit + 1)
+    if len(pcm) > limit or len(pcm) % 2:
+        return error_response(400, f"Send at most {MAX_ENCODE_SECONDS} s of 16-bit PCM.", "invalid_audio")
+    spec = audio.output_format(name)
+    response = HttpResponse(audio.encode(pcm, name), content_type=spec.content_type)
+    response["Content-Disposition"] = f'attachment; filename="speech.{spec.extension}"'
+    return response

@@ -1,10 +1,13 @@
-"""The team: members, invitations, removing a member."""
+"""The team: members and their roles, invitations (invite, copy the link, resend or renew,
+withdraw), removing a member. Who may do what is accounts.actions' rule; these views parse, call
+and say what happened, and where this server sends no e-mail they say so and give the link."""
 
 from __future__ import annotations
 
 from django.conf import settings
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied
+from django.db.models import Q
 from django.http import Http404
 from django.shortcuts import redirect
 from django.urls import reverse
@@ -13,7 +16,7 @@ from django.views.decorators.http import require_POST
 from accounts import actions
 from accounts.models import Invitation, Membership
 
-from ..access import member_required, page, require_admin
+from ..access import member_required, page, require_active, require_admin
 from ..forms import InviteForm
 from ..throttles import by_user, throttled
 
@@ -33,25 +36,43 @@ def members(request):
                 form.cleaned_data["email"],
                 form.cleaned_data["role"],
                 invited_by=request.user,
-                accept_url=lambda token: request.build_absolute_uri(
-                    reverse("dashboard:accept-invitation", args=[token])
-                ),
+                accept_url=lambda token: _accept_url(request, token),
             )
-            if settings.EMAIL_BACKEND in UNDELIVERED:  # say so rather than claim it was sent
+            if _delivers_nothing():  # say so rather than claim it was sent
                 messages.info(
                     request,
                     f"Invitation created for {invitation.email}. This server does not send e-mail "
-                    f"(EMAIL_BACKEND): send them the link yourself: {_accept_url(request, invitation)}",
+                    f"(EMAIL_BACKEND): send them the link yourself: {_accept_url(request, invitation.token)}",
                 )
             else:
                 messages.info(request, f"Invitation e-mailed to {invitation.email}.")
             return redirect("dashboard:members")
-    team = Membership.objects.filter(organization=org).select_related("user").order_by("created_at")
-    pending = [i for i in Invitation.objects.filter(organization=org, accepted_at__isnull=True) if i.is_open]
+    team = list(Membership.objects.filter(organization=org).select_related("user").order_by("created_at"))
+    owners = sum(m.role == Membership.Role.OWNER for m in team)
+    for m in team:
+        m.sole_owner = m.role == Membership.Role.OWNER and owners == 1
+        # The last owner's role is not offered for change: it would only be refused.
+        m.roles = [] if m.sole_owner else actions.assignable_roles(request.membership, m)
+    # An invitation to someone who is a member already (made by an operator, or before the rule
+    # that acceptance closes them all) is not "invited": it is not shown.
+    addresses = {a.lower() for m in team for a in (m.user.email, m.user.get_username()) if a}
+    pending = [
+        i
+        for i in Invitation.objects.filter(organization=org, accepted_at__isnull=True).order_by("created_at")
+        if i.email.lower() not in addresses
+    ]
     for invitation in pending:
-        invitation.url = _accept_url(request, invitation)
+        invitation.url = _accept_url(request, invitation.token)
+        invitation.expires_at = invitation.created_at + Invitation.VALID_FOR
     return page(
-        request, "members.html", "members", team=team, pending=pending, form=form, can_manage=request.principal.is_admin
+        request,
+        "members.html",
+        "members",
+        team=team,
+        pending=pending,
+        form=form,
+        can_manage=request.principal.is_admin,
+        delivers_mail=not _delivers_nothing(),
     )
 
 
@@ -64,17 +85,58 @@ UNDELIVERED = (
 )
 
 
-def _accept_url(request, invitation: Invitation) -> str:
-    return request.build_absolute_uri(reverse("dashboard:accept-invitation", args=[invitation.token]))
+def _delivers_nothing() -> bool:
+    return settings.EMAIL_BACKEND in UNDELIVERED
+
+
+def _accept_url(request, token: str) -> str:
+    return request.build_absolute_uri(reverse("dashboard:accept-invitation", args=[token]))
 
 
 def _refuse_twice(form: InviteForm, org) -> None:
-    """One open invitation per address, and none for a member already."""
+    """One open invitation per address, and none for a member already (addresses in any case:
+    operators' invitations and older accounts may hold another). An expired invitation does not
+    count: inviting anew replaces it."""
     email = form.cleaned_data["email"].lower()
-    if Membership.objects.filter(organization=org, user__username__iexact=email).exists():
+    member = Q(user__username__iexact=email) | Q(user__email__iexact=email)
+    if Membership.objects.filter(member, organization=org).exists():
         form.add_error("email", f"{email} is a member already.")
-    elif any(i.is_open for i in Invitation.objects.filter(organization=org, email=email, accepted_at__isnull=True)):
-        form.add_error("email", f"{email} is invited already: copy the link below, or withdraw it and invite again.")
+    elif any(
+        i.is_open for i in Invitation.objects.filter(organization=org, email__iexact=email, accepted_at__isnull=True)
+    ):
+        form.add_error("email", f"{email} is invited already: copy the link below, resend it, or withdraw it.")
+
+
+@require_POST
+@member_required
+@throttled("invite", (by_user, "TTS_INVITE_RATE"))  # the same counter as inviting: e-mails per user
+def resend_invitation(request, invitation_id: int):
+    """A new link, valid for a week, e-mailed (or offered) again; the earlier link stops working.
+    An expired invitation is renewed the same way."""
+    require_active(request)
+    try:
+        invitation = actions.resend_invitation(
+            request.membership, invitation_id, accept_url=lambda token: _accept_url(request, token)
+        )
+    except actions.NotAllowed as exc:
+        raise PermissionDenied(str(exc)) from exc
+    except Invitation.DoesNotExist:
+        raise Http404 from None
+    until = f"{invitation.created_at + Invitation.VALID_FOR:%Y-%m-%d %H:%M} UTC"
+    if _delivers_nothing():
+        messages.info(
+            request,
+            f"New link for {invitation.email}, valid until {until}; the earlier link no longer works. This server "
+            f"does not send e-mail (EMAIL_BACKEND): send them the link yourself: "
+            f"{_accept_url(request, invitation.token)}",
+        )
+    else:
+        messages.info(
+            request,
+            f"Invitation e-mailed again to {invitation.email} with a new link, valid until {until}; "
+            "the earlier link no longer works.",
+        )
+    return redirect("dashboard:members")
 
 
 @require_POST
@@ -87,6 +149,27 @@ def revoke_invitation(request, invitation_id: int):
     except Invitation.DoesNotExist:
         raise Http404 from None
     messages.info(request, f"The invitation to {revoked.email} was withdrawn.")
+    return redirect("dashboard:members")
+
+
+@require_POST
+@member_required
+def change_role(request, membership_id: int):
+    """The role select of a member's row."""
+    require_active(request)
+    try:
+        changed, done = actions.change_role(request.membership, membership_id, request.POST.get("role", ""))
+    except actions.NotAllowed as exc:
+        raise PermissionDenied(str(exc)) from exc
+    except Membership.DoesNotExist:
+        raise Http404 from None
+    except actions.LastOwner as exc:
+        messages.info(request, f"Not changed: {exc}")
+    except ValueError:
+        messages.info(request, "Not changed: choose owner, admin or member.")
+    else:
+        who = "You are" if changed.pk == request.membership.pk else f"{changed.user.email} is"
+        messages.info(request, f"{who} {'now' if done else 'already'} {changed.role}.")
     return redirect("dashboard:members")
 
 
