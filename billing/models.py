@@ -128,6 +128,7 @@ class UsageEvent(models.Model):
     model = models.CharField(max_length=64)
     voice = models.CharField(max_length=64)
     cached = models.BooleanField(default=False)
+    cache_key = models.CharField(max_length=200, blank=True)  # a cache hit: the entry it replayed
     latency_ms = models.PositiveIntegerField(default=0)
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.SUCCEEDED)
     created_at = models.DateTimeField(default=timezone.now, db_index=True)

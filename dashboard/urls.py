@@ -32,6 +32,7 @@ urlpatterns = [
     path("history", history.history, name="history"),
     path("jobs", jobs.jobs, name="jobs"),  # now History
     path("jobs/<uuid:job_id>/audio", history.job_audio, name="job-audio"),
+    path("history/<int:event_id>/audio", history.hit_audio, name="hit-audio"),
     path("docs", docs.docs, name="docs"),
     path("billing/", billing.billing, name="billing"),
     path("billing/checkout", billing.checkout, name="billing-checkout"),

@@ -14,7 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field, replace
 
 from django.conf import settings
 
@@ -77,6 +77,8 @@ MAGIC = b"TTSC1\n"
 class Entry:
     pcm16: bytes
     captions: list[Caption]
+    # Where it was found: a cache hit's ledger row keeps it (History plays it from there).
+    key: str = field(default="", compare=False)
 
 
 def pack(pcm16: bytes, captions: list[Caption]) -> bytes:
@@ -118,10 +120,10 @@ async def aget_first(keys: list[str], count: bool = True) -> Entry | None:
     `count` is off (a second look for the same request)."""
     r = get_async_redis()
     values = await r.mget(keys) if keys else []
-    value = next((v for v in values if v is not None), None)
+    key, value = next(((k, v) for k, v in zip(keys, values, strict=True) if v is not None), ("", None))
     if count:
         await r.hincrby(STATS, "hits" if value is not None else "misses", 1)
-    return None if value is None else unpack(value)
+    return None if value is None else replace(unpack(value), key=key)
 
 
 async def aget(key: str) -> Entry | None:

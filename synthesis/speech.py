@@ -40,7 +40,12 @@ from .prepared import CachedSpeech, PreparedSpeech, enforce_plan_limits, prepare
 
 
 def record_cache_hit(
-    principal: Principal, limits: Limits, speech: PreparedSpeech, request_id: str, started: float, audio_seconds: float
+    principal: Principal,
+    limits: Limits,
+    speech: PreparedSpeech,
+    request_id: str,
+    started: float,
+    entry: cache.Entry,
 ) -> None:
     try:
         ledger.charge_cached(
@@ -49,10 +54,11 @@ def record_cache_hit(
             characters=speech.characters,
             api_key_id=principal.api_key.pk if principal.api_key else None,
             request_id=request_id,
-            audio_seconds=audio_seconds,
+            audio_seconds=len(entry.pcm16) / 2 / SAMPLE_RATE,
             model=speech.data["model"],
             voice=speech.data["voice"],
             latency_ms=int((time.monotonic() - started) * 1000),
+            cache_key=entry.key,
         )
     except quota.QuotaExceeded as exc:
         raise exc.error(limits) from exc
@@ -145,8 +151,7 @@ async def speak(
         if entry is None:
             return None
         # No synthesis: no concurrency slot, charged and logged in one transaction.
-        seconds = len(entry.pcm16) / 2 / SAMPLE_RATE
-        await in_thread(record_cache_hit)(principal, limits, speech, request_id, started, seconds)
+        await in_thread(record_cache_hit)(principal, limits, speech, request_id, started, entry)
         shown = speech.shown_texts  # the entry may have been made for another text (lexicons)
         captions = [
             Caption(shown[i], c.start, c.end) if len(entry.captions) == len(shown) else c

@@ -214,6 +214,8 @@ def test_history_lists_every_billed_request_with_cache_hits_as_their_own_rows(cl
         latency_ms=1_500,
         created_at=timezone.now() - timedelta(minutes=3),
     )
+    hit_key = f"tts:audio:{org.pk}:v1:hit:def"
+    cache.put(hit_key, b"\x01\x00" * 2_400)
     for n in range(2):
         event(
             org,
@@ -221,6 +223,7 @@ def test_history_lists_every_billed_request_with_cache_hits_as_their_own_rows(cl
             request_id=f"req_hit{n}",
             characters=1_234,
             cached=True,
+            cache_key=hit_key if n else f"tts:audio:{org.pk}:v1:evicted:def",
             latency_ms=12,
             created_at=timezone.now() - timedelta(minutes=2 - n),
         )
@@ -231,7 +234,13 @@ def test_history_lists_every_billed_request_with_cache_hits_as_their_own_rows(cl
     hit = row_text(rows[0])
     assert f"backend tts_{key.prefix}_…" in hit and "1,234" in hit and "12 ms" in hit
     assert '<td class="cached">yes</td>' in rows[0] and '<td class="cached">no</td>' in rows[2]
-    assert "Cache hit: the row does not record which cached audio it replayed." in hit
+    newest = UsageEvent.objects.get(request_id="req_hit1")
+    assert f'src="/dashboard/history/{newest.pk}/audio"' in rows[0] and "from the audio cache" in hit
+    assert "Expired from the audio cache." in row_text(rows[1]) and "<audio" not in rows[1]
+    wav = client.get(f"/dashboard/history/{newest.pk}/audio")
+    assert wav.status_code == 200 and wav["Content-Type"] == "audio/wav" and wav.content[44:] == b"\x01\x00" * 2_400
+    evicted = UsageEvent.objects.get(request_id="req_hit0")
+    assert client.get(f"/dashboard/history/{evicted.pk}/audio").status_code == 404
     first = row_text(rows[2])
     assert "succeeded" in first and "1,500 ms" in first and "3.2 s" in first
     assert "Not kept: streamed to the caller (requests without a seed are not stored)." in first
@@ -346,6 +355,8 @@ def test_another_organizations_rows_and_audio_are_not_found(client):
     page = text(client.get("/dashboard/history"))
     assert "req_theirs" not in page and "theirs" not in page and "No requests yet" in page
     assert client.get(f"/dashboard/jobs/{their_job.id}/audio").status_code == 404
+    their_hit = event(other, request_id="req_their_hit", cached=True, cache_key=their_job.cache_key)
+    assert client.get(f"/dashboard/history/{their_hit.pk}/audio").status_code == 404
     probe = text(client.get(f"/dashboard/history?key={their_key.prefix}"))
     assert "req_theirs" not in probe and "Select a valid choice." in probe
     usage = text(client.get("/dashboard/usage"))

@@ -70,7 +70,10 @@ def test_usage_and_history_show_each_billed_request_and_play_kept_audio(live_sta
         assert ids == ["req-unseeded", "req-again", "req-seeded"]  # newest first; the cache hit its own row
         hit = page.locator("#history tr[data-request='req-again']")
         assert hit.locator("td.cached").inner_text() == "yes"
-        assert "Cache hit" in hit.locator("td.audio").inner_text()
+        hit_src = hit.locator("audio").get_attribute("src")  # the cached audio it replayed
+        assert re.fullmatch(r"/dashboard/history/\d+/audio", hit_src)
+        replayed = page.request.get(f"{base}{hit_src}")
+        assert replayed.status == 200 and replayed.headers["content-type"] == "audio/wav"
         assert (
             "streamed to the caller" in page.locator("#history tr[data-request='req-unseeded'] td.audio").inner_text()
         )

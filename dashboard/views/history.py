@@ -3,9 +3,9 @@ newest first, filtered and paged, with its job's error and its audio where some 
 
 Which audio is kept: an asynchronous job's stored file (until the job is deleted after
 TTS_JOB_RETENTION_HOURS); a seeded request's audio in the audio cache (until it expires or is
-evicted), which `job_audio` encodes in the job's format. Audio of a request without a seed is
-streamed to its caller and never stored, and a cache hit's ledger row does not say which entry
-it replayed, so neither has audio here: the page says why instead of showing a bare dash."""
+evicted), which `job_audio` encodes in the job's format; a cache hit's entry (its ledger row keeps
+the key), as WAV. Audio of a request without a seed is streamed to its caller and never stored:
+the page says why instead of showing a bare dash."""
 
 from __future__ import annotations
 
@@ -114,8 +114,14 @@ def cached_keys(keys: list[str]) -> set[str] | None:
 
 def row_audio(event: UsageEvent, job: Job | None, in_cache: set[str] | None) -> RowAudio:
     if event.job_id is None:  # cache hits (and an identical request's shared generation) have no job of their own
+        if event.cache_key and in_cache is not None and event.cache_key in in_cache:
+            return RowAudio(reverse("dashboard:hit-audio", args=[event.pk]), source="audio cache")
+        if event.cache_key:
+            if in_cache is None:
+                return RowAudio(note="The audio cache cannot be reached just now.")
+            return RowAudio(note="Expired from the audio cache.")
         if event.cached:
-            return RowAudio(note="Cache hit: the row does not record which cached audio it replayed.")
+            return RowAudio(note="Shared the generation of an identical request made at the same time: see its row.")
         return RowAudio(note="None: no job is recorded for this request.")
     if job is None:
         return RowAudio(
@@ -158,7 +164,9 @@ def history(request):
         .only("id", "status", "response_format", "result", "cache_key", "cacheable", "error_code", "error_message")
         .in_bulk(job_ids)
     )
-    in_cache = cached_keys([j.cache_key for j in jobs.values() if j.cache_key])
+    in_cache = cached_keys(
+        [j.cache_key for j in jobs.values() if j.cache_key] + [e.cache_key for e in shown if e.cache_key]
+    )
     rows = []
     for event in shown:
         job = jobs.get(event.job_id) if event.job_id else None
@@ -186,14 +194,29 @@ def history(request):
     )
 
 
-def cached_pcm(job: Job) -> bytes | None:
-    if not job.cache_key:
+def cached_pcm(key: str) -> bytes | None:
+    if not key:
         return None
     try:
-        value = get_redis().get(job.cache_key)
+        value = get_redis().get(key)
     except redis.RedisError:
         return None
     return None if value is None else cache.unpack(value).pcm16
+
+
+@member_required
+def hit_audio(request, event_id: int):
+    """A cache hit's audio, as WAV, while the entry it replayed is still cached (the entry's key
+    names the organization: another's row is 404 before any lookup)."""
+    event = scoped(UsageEvent, request.principal.organization).filter(pk=event_id).exclude(cache_key="").first()
+    pcm = cached_pcm(event.cache_key) if event else None
+    if pcm is None:
+        raise Http404
+    return HttpResponse(
+        encode(pcm, "wav"),
+        content_type=output_format("wav").content_type,
+        headers={"Content-Disposition": content_disposition_header(False, f"request-{event.pk}.wav")},
+    )
 
 
 @member_required
@@ -211,7 +234,7 @@ def job_audio(request, job_id):
             return FileResponse(
                 job.result.open("rb"), content_type=spec.content_type, filename=f"{job.id}.{spec.extension}"
             )
-        pcm = cached_pcm(job)
+        pcm = cached_pcm(job.cache_key)
         if pcm is not None:
             fmt = job.response_format if playable else f"wav_{spec.sample_rate}"
             out = output_format(fmt)
