@@ -233,6 +233,7 @@ VISITOR_PAGES = (
     "/dashboard/signup",
     "/accounts/password_reset/",
     "/accounts/password_reset/done/",
+    "/accounts/reset/MQ/set-password/",  # a reset link that is not valid (any more)
     "/dashboard/invite/{invitation}",
     "/dashboard/nope",
 )
@@ -248,8 +249,11 @@ def serious_violations(page) -> list[str]:
 
 
 def make_things(email: str) -> dict[str, str]:
-    """A key, a voice, a lexicon and an invitation in `email`'s organization: pages with rows."""
+    """A key, a voice, a lexicon and an invitation in `email`'s organization (pages with rows), and
+    `email` made staff (the operations page)."""
     owner = get_user_model().objects.get(username=email)
+    owner.is_staff = True
+    owner.save(update_fields=["is_staff"])
     org = owner.memberships.get().organization
     org.create_api_key("a key")
     create_voice(org, {"name": "Narrator", "seed": 42})
@@ -269,15 +273,36 @@ def test_axe_finds_no_serious_violation_on_any_dashboard_page(live_stack):
     with browser_page() as page:
         sign_up(page, base, "axe@example.com", "Axe Co")
         ids = off_loop(make_things, "axe@example.com")
-        for path in MEMBER_PAGES:
-            page.goto(f"{base}{path.format(**ids)}")
-            check(page, f"member {path}")
-        page.set_viewport_size({"width": 390, "height": 844})
-        page.goto(f"{base}/dashboard/keys")
+        for width, height in ((1280, 900), (390, 844)):
+            page.set_viewport_size({"width": width, "height": height})
+            for path in (*MEMBER_PAGES, "/ops/"):
+                page.goto(f"{base}{path.format(**ids)}")
+                check(page, f"member {path} at {width}px")
         page.click("button.menu-toggle")
-        check(page, "member /dashboard/keys (phone width, menu open)")
+        check(page, "member /ops/ (phone width, menu open)")
+        page.set_viewport_size({"width": 1280, "height": 900})
+        page.goto(f"{base}/dashboard/keys")  # the new key's one-time panel, and a form with errors
+        page.fill("#id_name", "shown once")
+        page.click("text=Create key")
+        check(page, "member /dashboard/keys with a new key")
+        page.fill("#id_name", "shown once")
+        page.click("text=Create key")
+        check(page, "member /dashboard/keys with a form error")
+        page.goto(f"{base}/dashboard/playground")  # after playing: the player and the download
+        page.fill("#pg-seed", "3")
+        page.click("#pg-play")
+        page.wait_for_function("window.ttsPlayground.ended || window.ttsPlayground.error", timeout=60_000)
+        check(page, "member /dashboard/playground after playing")
     with browser_page() as page:
         for path in VISITOR_PAGES:
             page.goto(f"{base}{path.format(**ids)}")
             check(page, f"visitor {path}")
+        page.goto(f"{base}/accounts/login/")
+        page.fill("#id_username", "axe@example.com")
+        page.fill("#id_password", "wrong")
+        page.click("button[type=submit]")
+        check(page, "visitor /accounts/login/ after a failure")
+        page.goto(f"{base}/dashboard/signup")
+        page.click("button[type=submit]")
+        check(page, "visitor /dashboard/signup with errors")
     assert problems == {}
