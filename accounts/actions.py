@@ -3,6 +3,8 @@ management commands and tests (views only parse and call them)."""
 
 from __future__ import annotations
 
+import logging
+
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import User
@@ -12,6 +14,8 @@ from django.utils import timezone
 from django.utils.text import slugify
 
 from .models import Invitation, Membership, Organization, _invitation_token, _new_webhook_secret
+
+logger = logging.getLogger(__name__)
 
 
 class NotAllowed(Exception):
@@ -54,9 +58,17 @@ def sign_up(email: str, password: str, organization_name: str) -> tuple[User, Or
         return user, create_organization(organization_name, owner=user)
 
 
+class MailNotSent(Exception):
+    """The mail server did not take the invitation e-mail; nothing was changed (see invite)."""
+
+
 def invite(organization: Organization, email: str, role: str, invited_by, accept_url) -> Invitation:
     """Invite `email` to join with `role` and e-mail them the link (`accept_url(token)`). An
-    expired invitation to the same address is replaced (its link was dead already)."""
+    expired invitation to the same address is replaced (its link was dead already).
+
+    The e-mail is sent inside the transaction, as resend_invitation's is: if the mail server fails
+    (MailNotSent), no invitation is made and nothing is replaced, so the page never shows an
+    "invited" row whose e-mail never left; the inviter is told and tries again."""
     email = email.lower()
     with transaction.atomic():
         Invitation.objects.filter(
@@ -66,7 +78,7 @@ def invite(organization: Organization, email: str, role: str, invited_by, accept
             created_at__lte=timezone.now() - Invitation.VALID_FOR,
         ).delete()
         invitation = Invitation.objects.create(organization=organization, email=email, role=role, invited_by=invited_by)
-    _send_invitation(invitation, invited_by, accept_url)
+        _send_invitation(invitation, invited_by, accept_url)
     return invitation
 
 
@@ -75,7 +87,12 @@ def resend_invitation(acting: Membership, invitation_id: int, accept_url) -> Inv
     with a new link, valid for a week from now. The earlier link stops working, so that exactly one
     link (the newest, the one the page offers to copy) lets the invitee in, and an old e-mail,
     perhaps forwarded, never comes back to life. Raises Invitation.DoesNotExist for another
-    organization's or an accepted one."""
+    organization's or an accepted one.
+
+    The new link is e-mailed inside the transaction: if the mail server fails (MailNotSent), the
+    new token is rolled back and the earlier link keeps working, rather than the invitee holding
+    a dead link and no new one. (The row stays locked while the mail server answers, at most
+    EMAIL_TIMEOUT: an acceptance of the same invitation waits that long.)"""
     if not acting.is_admin:
         raise NotAllowed("Only owners and admins resend invitations.")
     with transaction.atomic():
@@ -85,30 +102,41 @@ def resend_invitation(acting: Membership, invitation_id: int, accept_url) -> Inv
         invitation.token = _invitation_token()
         invitation.created_at = timezone.now()  # the week runs from the newest link
         invitation.save(update_fields=["token", "created_at"])
-    _send_invitation(invitation, acting.user, accept_url)
+        _send_invitation(invitation, acting.user, accept_url)
     return invitation
 
 
 def _send_invitation(invitation: Invitation, sender, accept_url) -> None:
+    """E-mail the link; a mail server's failure (SMTP errors and socket errors are OSErrors) is
+    raised as MailNotSent, inside the caller's transaction, which it rolls back."""
     organization = invitation.organization
-    send_mail(
-        f"Join {organization.name} on {settings.TTS_PRODUCT_NAME}",
-        f"{sender.email} invites you to {organization.name} as {invitation.role}.\n\n"
-        f"Accept within 7 days: {accept_url(invitation.token)}\n",
-        None,
-        [invitation.email],
-    )
+    try:
+        send_mail(
+            f"Join {organization.name} on {settings.TTS_PRODUCT_NAME}",
+            f"{sender.email} invites you to {organization.name} as {invitation.role}.\n\n"
+            f"Accept within 7 days: {accept_url(invitation.token)}\n",
+            None,
+            [invitation.email],
+        )
+    except OSError as exc:
+        logger.warning("invitation e-mail to %s not sent: %r", invitation.email, exc)
+        raise MailNotSent(f"The e-mail to {invitation.email} could not be sent.") from exc
 
 
 class InvitationUsed(Exception):
-    """The invitation was accepted meanwhile (it works once)."""
+    """The invitation is no longer open by the link it was found by: accepted meanwhile (it works
+    once), resent (a new link), withdrawn, or expired."""
 
 
-def _claim(invitation: Invitation) -> None:
-    """Lock the invitation for this transaction; concurrent acceptances: one wins, once."""
-    locked = Invitation.objects.select_for_update().get(pk=invitation.pk)
-    if not locked.is_open:
+def _claim(invitation: Invitation) -> Invitation:
+    """Lock the invitation for this transaction, by its pk and the token it was found by: the
+    caller looked it up by its link outside this transaction, and a resend (a new token) or a
+    withdrawal may have committed since. Concurrent acceptances: one wins, once. Returns the row
+    as locked."""
+    locked = Invitation.objects.select_for_update().filter(pk=invitation.pk, token=invitation.token).first()
+    if locked is None or not locked.is_open:
         raise InvitationUsed
+    return locked
 
 
 def address_of(user) -> str:
@@ -131,18 +159,17 @@ def accept_invitation(invitation: Invitation, user) -> Membership:
     if address_of(user) != invitation.email.lower():
         raise NotAllowed(f"This invitation is for {invitation.email}.")
     with transaction.atomic():
-        _claim(invitation)
-        return _join(invitation, user)
+        return _join(_claim(invitation), user)
 
 
 def accept_invitation_as_new_user(invitation: Invitation, password: str) -> User:
     """The invited address has no account yet: make it, and join."""
     with transaction.atomic():
-        _claim(invitation)
-        if has_account(invitation.email):
+        locked = _claim(invitation)
+        if has_account(locked.email):
             raise InvitationUsed
-        user = create_user(invitation.email, password)
-        _join(invitation, user)
+        user = create_user(locked.email, password)
+        _join(locked, user)
     return user
 
 
@@ -151,22 +178,41 @@ def revoke_invitation(acting: Membership, invitation_id: int) -> Invitation:
     working); raises Invitation.DoesNotExist for another organization's or an accepted one."""
     if not acting.is_admin:
         raise NotAllowed("Only owners and admins revoke invitations.")
-    invitation = Invitation.objects.get(organization=acting.organization, pk=invitation_id, accepted_at__isnull=True)
-    invitation.delete()
+    with transaction.atomic():
+        # Locked: an acceptance in progress finishes first, and then this finds it accepted.
+        invitation = Invitation.objects.select_for_update().get(
+            organization=acting.organization, pk=invitation_id, accepted_at__isnull=True
+        )
+        invitation.delete()
     return invitation
 
 
 def remove_member(acting: Membership, membership_id: int) -> Membership | None:
     """An owner removes a member of their organization; the last owner stays. Returns the removed
-    membership, None if it was the last owner; raises Membership.DoesNotExist for another
+    membership, None if it was the last owner; raises NotAllowed (the acting member is not an
+    owner, as their role is now, not as `acting` says), Membership.DoesNotExist for another
     organization's id."""
     if acting.role != Membership.Role.OWNER:
         raise NotAllowed("Only owners remove members.")
     org = acting.organization
-    target = Membership.objects.select_related("user").get(organization=org, pk=membership_id)
     with transaction.atomic():
-        owners = Membership.objects.select_for_update().filter(organization=org, role=Membership.Role.OWNER)
-        if target.role == Membership.Role.OWNER and len(owners.values_list("pk", flat=True)) == 1:
+        # As change_role: the owners' rows locked first, then the target's; the acting role and
+        # the target's are read under those locks, so an owner demoted meanwhile removes nobody
+        # and two owners removing each other at once cannot both succeed.
+        owners = list(
+            Membership.objects.select_for_update()
+            .filter(organization=org, role=Membership.Role.OWNER)
+            .order_by("pk")
+            .values_list("pk", flat=True)
+        )
+        target = (
+            Membership.objects.select_related("user")
+            .select_for_update(of=("self",))
+            .get(organization=org, pk=membership_id)
+        )
+        if acting.pk not in owners:  # demoted or removed since `acting` was read
+            raise NotAllowed("Only owners remove members.")
+        if target.role == Membership.Role.OWNER and owners == [target.pk]:
             return None
         target.delete()
     return target

@@ -1,5 +1,6 @@
 """Usage read back from the ledger: the month summary (the dashboard's overview and
-/v1/subscription show the same one), characters per day for the chart, and /v1/usage reports."""
+/v1/subscription show the same one), and the per-day and per-key reports of /v1/usage and the
+dashboard's usage page and overview chart."""
 
 from __future__ import annotations
 
@@ -8,7 +9,6 @@ from datetime import UTC, date, datetime, timedelta
 
 from django.db.models import Count, Q, Sum
 from django.db.models.functions import TruncDate
-from django.utils import timezone
 
 from accounts.models import Organization
 from accounts.tenancy import scoped
@@ -80,18 +80,6 @@ def month_summary(org: Organization) -> MonthSummary:
         audio_seconds=month["audio_seconds"] or 0.0,
         jobs_in_flight=concurrency.in_flight(org.pk),
     )
-
-
-def daily_characters(org: Organization, days: int = 30) -> dict[date, int]:
-    """Characters billed per UTC day over the last `days` days (days without usage are absent)."""
-    rows = (
-        scoped(UsageEvent, org)
-        .filter(created_at__gte=timezone.now() - timedelta(days=days))
-        .annotate(date=TruncDate("created_at", tzinfo=UTC))
-        .values("date")
-        .annotate(characters=Sum("characters"))
-    )
-    return {r["date"]: r["characters"] or 0 for r in rows}
 
 
 def _clean(row: dict) -> dict:

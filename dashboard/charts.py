@@ -1,6 +1,7 @@
 """Bar charts of usage per day, drawn server-side as inline SVG (templates/dashboard/bar_chart.html):
 a labelled date axis, a value axis with a few round numbers, one focusable bar per day with its
-tooltip text, and number formatting with thousands separators for every page that shows usage.
+tooltip text, and number formatting with thousands separators for every dashboard page (the
+templates' `thousands` filter is this `number`).
 
 Bars are placed in percent of the chart's width, so the text keeps its size at any width (a
 scaled viewBox would shrink the labels to nothing on a phone); heights are in pixels."""

@@ -24,6 +24,7 @@ from synthesis.lexicons import save_lexicon
 from synthesis.models import Lexicon, Voice
 from tests.factories import own_plan
 from tts_saas.errors import ApiError
+from tts_saas.redis import get_redis
 
 pytestmark = pytest.mark.django_db
 
@@ -209,11 +210,10 @@ def test_the_overview_shows_this_months_usage_from_the_ledger(client):
         )
 
     quota.charge(org, 200, 10_000)
-    page = client.get("/dashboard/")
-    assert page.context["used"] == 200 and page.context["requests"] == 2
-    assert page.context["audio_minutes"] == 1.0 and page.context["hit_rate"] == 50.0
-    assert page.context["chart"]["total"] == 200
-    assert b'id="stat-requests">2<' in page.content
+    page = client.get("/dashboard/").content.decode()
+    assert 'id="quota-used">200<' in page and 'id="stat-requests">2<' in page
+    assert 'id="stat-minutes">1.0<' in page and 'id="stat-hit-rate">50.0%<' in page
+    assert 'id="overview-chart-total">200 characters in 30 days' in page
 
 
 def test_only_staff_open_the_operations_page(client, redis_client):
@@ -373,6 +373,8 @@ def test_a_suspended_organization_can_read_its_pages_but_change_nothing(client):
     assert client.post("/dashboard/keys", {"name": "new", "kind": "standard"}).status_code == 403
     assert client.post("/dashboard/members", {"email": "e@example.com", "role": "member"}).status_code == 403
     assert client.post("/dashboard/playground/ticket").status_code == 403
+    encode = client.post("/dashboard/playground/encode?format=mp3", b"\0\0", content_type="application/octet-stream")
+    assert encode.status_code == 403
     assert not ApiKey.objects.exists()
 
 
@@ -587,6 +589,15 @@ def test_the_playground_encodes_what_it_generated_in_the_formats_the_plan_allows
     too_long = encode("mp3", bytes(601 * 24_000 * 2))  # over ten minutes
     assert too_long.status_code == 413 and too_long.json()["error"]["code"] == "request_too_large"
     assert client.post("/dashboard/keys", bytes(3 << 20), content_type="application/octet-stream").status_code == 413
+    as_json = client.post("/dashboard/playground/encode?format=mp3", bytes(3 << 20), content_type="application/json")
+    assert as_json.status_code == 413  # the larger limit is for PCM only
+
+    lock = f"tts:playground-encode:{org.pk}"
+    get_redis().set(lock, "another download", ex=60)  # one encode at a time per organization
+    busy = encode("flac")
+    assert busy.status_code == 429 and busy.json()["error"]["code"] == "encoding_busy"
+    get_redis().delete(lock)
+    assert encode("flac").status_code == 200 and not get_redis().exists(lock)  # released after
 
     own_plan(org, "fewer-codecs", allowed_formats=["mp3", "wav"])  # a plan that sells fewer codecs
     page = client.get("/dashboard/playground").content.decode()
@@ -600,9 +611,9 @@ def test_form_errors_are_tied_to_their_fields(client):
     client.post("/dashboard/keys", {"name": "ci", "kind": "standard", "expires": "never"})
     page = client.post("/dashboard/keys", {"name": "CI", "kind": "standard", "expires": "date"}).content.decode()
     assert 'aria-invalid="true" aria-describedby="id_name_error"' in page
-    assert '<span class="error" id="id_name_error">A key named “CI” exists already: choose another name.</span>' in page
+    assert '<div class="error" id="id_name_error">A key named “CI” exists already: choose another name.</div>' in page
     assert 'aria-describedby="id_expires_on_helptext id_expires_on_error"' in page
-    assert '<span class="muted" id="id_expires_on_helptext">with “On a date”</span>' in page
+    assert '<div class="muted help" id="id_expires_on_helptext">with “On a date”</div>' in page
     client.logout()
     login = client.post("/accounts/login/", {"username": "ada@example.com", "password": "wrong"}).content.decode()
     assert '<p class="error" role="alert" id="login-error">' in login

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import html
 import re
+import smtplib
 from datetime import timedelta
 
 import pytest
@@ -27,6 +28,13 @@ PASSWORD = "correct horse battery"
 class DeliveringBackend(LocmemBackend):
     """Stands for a real mail server (not one of the backends that deliver nothing); mail still
     lands in mail.outbox."""
+
+
+class FailingBackend(LocmemBackend):
+    """A mail server that does not take the message (as smtplib fails: an OSError)."""
+
+    def send_messages(self, messages):
+        raise smtplib.SMTPServerDisconnected("Connection unexpectedly closed")
 
 
 def signup(client, email="ada@example.com", org="Analytical Engines") -> Membership:
@@ -407,3 +415,137 @@ def test_change_role():
         actions.change_role(owner, bob.pk, "member")
     with pytest.raises(actions.LastOwner):
         actions.change_role(Membership.objects.get(pk=bob.pk), bob.pk, "member")
+
+
+# Races: the acting role and the invitation's link, read again under the lock
+
+
+def _invited(email="dave@example.com"):
+    """An organization (ada, its owner) and a pending invitation to `email`."""
+    ada, org = actions.sign_up("ada@example.com", PASSWORD, "Analytical Engines")
+    owner = Membership.objects.get(user=ada)
+    invitation = actions.invite(org, email, "member", invited_by=ada, accept_url=str)
+    return owner, invitation
+
+
+def test_a_link_resent_after_the_lookup_is_not_accepted():
+    """The accept view finds the invitation by its link outside the transaction; a resend that
+    commits before the acceptance locks the row must kill that link, for both ways in."""
+    owner, invitation = _invited()
+    dave = get_user_model().objects.create_user("dave@example.com", "dave@example.com", PASSWORD)
+    stale = Invitation.objects.get(token=invitation.token)  # what the view looked up
+    actions.resend_invitation(owner, invitation.pk, accept_url=str)
+    with pytest.raises(actions.InvitationUsed):
+        actions.accept_invitation(stale, dave)
+    assert not Membership.objects.filter(user=dave).exists()
+    dave.delete()
+    with pytest.raises(actions.InvitationUsed):
+        actions.accept_invitation_as_new_user(stale, PASSWORD)
+    assert not actions.has_account("dave@example.com")
+    fresh = Invitation.objects.get()
+    assert fresh.is_open and fresh.token != stale.token  # the new link still works
+    user = actions.accept_invitation_as_new_user(fresh, PASSWORD)
+    assert Membership.objects.get(user=user).role == "member"
+
+
+def test_a_link_withdrawn_after_the_lookup_is_not_accepted_and_is_no_error():
+    owner, invitation = _invited()
+    dave = get_user_model().objects.create_user("dave@example.com", "dave@example.com", PASSWORD)
+    stale = Invitation.objects.get(token=invitation.token)
+    actions.revoke_invitation(owner, invitation.pk)
+    with pytest.raises(actions.InvitationUsed):  # not Invitation.DoesNotExist (a 500)
+        actions.accept_invitation(stale, dave)
+    with pytest.raises(actions.InvitationUsed):
+        actions.accept_invitation_as_new_user(stale, PASSWORD)
+    assert not Membership.objects.filter(user=dave).exists()
+    assert list(get_user_model().objects.values_list("username", flat=True).order_by("username")) == [
+        "ada@example.com",
+        "dave@example.com",
+    ]
+
+
+def test_an_owner_demoted_after_being_read_removes_nobody():
+    ada, org = actions.sign_up("ada@example.com", PASSWORD, "Analytical Engines")
+    stale = Membership.objects.get(user=ada)  # read as owner (request.membership)
+    bob = add_member(org, "bob@example.com", role="owner")
+    carol = add_member(org, "carol@example.com")
+    Membership.objects.filter(pk=stale.pk).update(role="member")  # demoted meanwhile
+    assert stale.role == "owner"
+    for target in (carol, bob, stale):
+        with pytest.raises(actions.NotAllowed):
+            actions.remove_member(stale, target.pk)
+    assert Membership.objects.filter(organization=org).count() == 3
+    # Removed meanwhile: nothing either.
+    gone = Membership.objects.get(pk=stale.pk)
+    gone.role = "owner"
+    Membership.objects.filter(pk=gone.pk).delete()
+    with pytest.raises(actions.NotAllowed):
+        actions.remove_member(gone, carol.pk)
+    assert Membership.objects.filter(pk=carol.pk).exists()
+
+
+def test_remove_member_keeps_the_last_owner_and_reads_roles_under_the_lock():
+    ada, org = actions.sign_up("ada@example.com", PASSWORD, "Analytical Engines")
+    owner = Membership.objects.get(user=ada)
+    bob = add_member(org, "bob@example.com")
+    assert actions.remove_member(owner, owner.pk) is None  # the only owner stays
+    assert Membership.objects.filter(pk=owner.pk, role="owner").exists()
+    # bob's object says member; he was made owner since: as the last-but-one owner he may go.
+    Membership.objects.filter(pk=bob.pk).update(role="owner")
+    removed = actions.remove_member(owner, bob.pk)
+    assert removed is not None and removed.user.email == "bob@example.com"
+    assert not Membership.objects.filter(pk=bob.pk).exists()
+    assert actions.remove_member(owner, owner.pk) is None  # the only owner again
+    _, other = actions.sign_up("eve@example.com", PASSWORD, "Globex")
+    with pytest.raises(Membership.DoesNotExist):
+        actions.remove_member(owner, Membership.objects.get(organization=other).pk)
+
+
+def test_a_demoted_owner_gets_403_from_remove(client):
+    owner = signup(client)
+    bob = add_member(owner.organization, "bob@example.com", role="owner")
+    carol = add_member(owner.organization, "carol@example.com")
+    Membership.objects.filter(pk=owner.pk).update(role="admin")
+    assert client.post(f"/dashboard/members/{carol.pk}/remove").status_code == 403
+    assert client.post(f"/dashboard/members/{bob.pk}/remove").status_code == 403
+    assert Membership.objects.filter(organization=owner.organization).count() == 3
+
+
+# A mail server that fails: nothing changes, and the page says so
+
+
+def test_resend_whose_mail_fails_keeps_the_earlier_link(client, settings):
+    owner, invitation = _invited()
+    settings.EMAIL_BACKEND = f"{__name__}.FailingBackend"
+    with pytest.raises(actions.MailNotSent):
+        actions.resend_invitation(owner, invitation.pk, accept_url=str)
+    kept = Invitation.objects.get()
+    assert (kept.token, kept.created_at) == (invitation.token, invitation.created_at)  # rolled back
+    client.force_login(owner.user)
+    resent = client.post(f"/dashboard/invitations/{invitation.pk}/resend", follow=True)
+    assert resent.status_code == 200
+    said = messages_of(resent)
+    assert "could not be e-mailed again" in said and "the earlier link still works" in said
+    assert Invitation.objects.get().token == invitation.token
+    client.logout()
+    assert client.get(f"/dashboard/invite/{invitation.token}").status_code == 200
+
+
+def test_an_invitation_whose_mail_fails_is_not_made(client, settings):
+    owner = signup(client)
+    expired = Invitation.objects.create(
+        organization=owner.organization, email="erin@example.com", created_at=timezone.now() - timedelta(days=8)
+    )
+    settings.EMAIL_BACKEND = f"{__name__}.FailingBackend"
+    with pytest.raises(actions.MailNotSent):
+        actions.invite(owner.organization, "dave@example.com", "member", invited_by=owner.user, accept_url=str)
+    assert list(Invitation.objects.values_list("pk", flat=True)) == [expired.pk]
+    page = client.post("/dashboard/members", {"email": "Erin@example.com", "role": "admin"})
+    assert page.status_code == 200
+    assert "could not be sent (the mail server did not take it), so no invitation was made" in text(page)
+    assert 'value="Erin@example.com"' in page.content.decode()  # the form comes back filled in
+    assert list(Invitation.objects.values_list("pk", flat=True)) == [expired.pk]  # not even replaced
+    settings.EMAIL_BACKEND = f"{__name__}.DeliveringBackend"
+    again = client.post("/dashboard/members", {"email": "Erin@example.com", "role": "admin"}, follow=True)
+    assert messages_of(again) == "Invitation e-mailed to erin@example.com."
+    assert Invitation.objects.get().is_open

@@ -1,6 +1,6 @@
 """The usage and history pages through Django's test client: the usage chart's date and value axes
 (thousands separators, an empty state rather than an invented peak), totals, the split by key, CSV
-downloads; History lists every billed request (a cache hit is its own row) with filters and paging,
+downloads; History lists every request (a cache hit is its own row) with filters and paging,
 the job's error, and its audio where some is kept (a stored file, or the audio cache); another
 organization's rows and audio are not found."""
 
@@ -88,7 +88,7 @@ def test_usage_has_a_date_axis_round_values_with_separators_tooltips_and_a_row_p
     page = text(client.get("/dashboard/usage"))
 
     assert 'aria-current="page">Usage</a>' in page
-    assert "Characters per day" in page and "No usage in this period" not in page and "peak" not in page
+    assert "Characters per day" in page and 'id="usage-empty"' not in page and "peak" not in page
     ticks = re.findall(r'<text x="[\d.]+%" y="\d+" text-anchor="\w+">([A-Z][a-z]{2} \d{1,2})</text>', page)
     assert len(ticks) == 10 and ticks[-1] == label(now) and label(now - timedelta(days=27)) in ticks
     values = re.findall(r'<text x="90%" y="[\d.]+" dy="4" text-anchor="end">([\d,]+)</text>', page)
@@ -115,10 +115,45 @@ def test_usage_has_a_date_axis_round_values_with_separators_tooltips_and_a_row_p
 def test_with_no_usage_the_pages_say_so_instead_of_a_peak_of_one(client):
     signup(client)
     usage = text(client.get("/dashboard/usage"))
-    assert "No usage in this period." in usage and 'class="bar"' not in usage and "peak" not in usage
+    assert '<p class="empty muted" id="usage-empty">No characters billed in this period.</p>' in usage
+    assert 'class="bar"' not in usage and "peak" not in usage and 'id="usage-days"' not in usage  # no table of zeros
     assert '<div class="value" id="total-characters">0</div>' in usage
+    assert '<td colspan="7" class="muted">No requests in this period.</td>' in usage  # the keys' table
     overview = text(client.get("/dashboard/"))
-    assert "No usage in the last 30 days." in overview and "peak" not in overview and 'class="bar"' not in overview
+    assert "No characters billed in the last 30 days." in overview
+    assert "peak" not in overview and 'class="bar"' not in overview
+
+
+def usage_days(page: str) -> list[str]:
+    body = re.search(r'<table id="usage-days">.*?<tbody>(.*?)</tbody>', page, re.S).group(1)
+    return [row_text(row) for row in re.findall(r"<tr>.*?</tr>", body, re.S)]
+
+
+def test_a_period_whose_requests_all_failed_names_the_metric_it_lacks_and_keeps_the_table(client):
+    org = signup(client)
+    now = today()
+    for hour in (10, 11):
+        event(org, characters=0, status=UsageEvent.Status.FAILED, created_at=at(now, hour))
+
+    page = text(client.get("/dashboard/usage"))
+    assert '<div class="value" id="total-requests">2</div>' in page and "requests (2 failed)" in page
+    assert '<p class="empty muted" id="usage-empty">No characters billed in this period.</p>' in page
+    assert "No usage" not in page and 'class="bar"' not in page
+    days = usage_days(page)  # the per-day table still shows the requests the chart has no characters of
+    assert len(days) == 30 and days[0] == f"{now:%Y-%m-%d} 2 0 0 0 2" and days[1].endswith(" 0 0 0 0 0")
+
+    requests = text(client.get("/dashboard/usage?metric=requests"))
+    assert 'id="usage-empty"' not in requests and requests.count('class="bar"') == 30
+    assert f'aria-label="{now:%a}, {label(now)}, {now.year}: 2 requests"' in requests
+    audio = text(client.get("/dashboard/usage?metric=audio"))
+    assert '<p class="empty muted" id="usage-empty">No audio in this period.</p>' in audio
+    assert len(usage_days(audio)) == 30
+
+    overview = text(client.get("/dashboard/"))
+    assert (
+        "No characters billed in the last 30 days." in overview
+        and '<div class="value" id="stat-minutes">0<' in overview
+    )
 
 
 def test_the_period_presets_dates_and_the_metric_switch(client):
@@ -198,7 +233,7 @@ def test_csv_downloads_per_day_and_per_key(client):
     assert client.get("/dashboard/usage.csv?by=voice").status_code == 400
 
 
-def test_history_lists_every_billed_request_with_cache_hits_as_their_own_rows(client):
+def test_history_lists_every_request_with_cache_hits_as_their_own_rows(client):
     org = signup(client)
     key, _ = org.create_api_key("backend")
     job = make_job(
@@ -360,7 +395,7 @@ def test_another_organizations_rows_and_audio_are_not_found(client):
     probe = text(client.get(f"/dashboard/history?key={their_key.prefix}"))
     assert "req_theirs" not in probe and "Select a valid choice." in probe
     usage = text(client.get("/dashboard/usage"))
-    assert "No usage in this period." in usage and "98,765" not in usage
+    assert "No characters billed in this period." in usage and "98,765" not in usage
     assert "98765" not in client.get("/dashboard/usage.csv?by=key").content.decode()
 
 

@@ -1,7 +1,7 @@
 """Usage and History in a real browser (Debian's Chromium through Playwright) against the live
 stack: real API calls with a key, a repeated seeded request served from the cache; the usage page
-shows the key's row and a bar's tooltip on hover and from the keyboard; History has the cache hit
-as its own row and plays the seeded request's audio; both fit a phone's width."""
+shows the key's row and a bar's tooltip on hover and from the keyboard; History has every request,
+the cache hit as its own row, and plays the seeded request's audio; both fit a phone's width."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from datetime import UTC, datetime, timedelta
 
 import httpx
 import pytest
+from playwright.sync_api import expect
 
 from tests.browser import browser_page, sign_up
 
@@ -18,12 +19,13 @@ pytestmark = pytest.mark.django_db(transaction=True)
 TEXT = "Usage page test."
 
 
-def test_usage_and_history_show_each_billed_request_and_play_kept_audio(live_stack):
+def test_usage_and_history_show_each_request_and_play_kept_audio(live_stack):
     base = live_stack.base_url
     with browser_page() as page:
         sign_up(page, base, "uma@example.com", "Speech Co")
         nav = page.locator("nav[aria-label=Dashboard]")
         nav.get_by_role("link", name="API keys").click()
+        page.wait_for_url(f"{base}/dashboard/keys")
         page.fill("#id_name", "usage test")
         page.click("text=Create key")
         secret = page.locator("#new-key").inner_text().strip()
@@ -43,29 +45,31 @@ def test_usage_and_history_show_each_billed_request_and_play_kept_audio(live_sta
         assert speak("req-again", seed=11).headers.get("x-cache") == "hit"  # the same seeded request
         speak("req-unseeded")
 
+        # Each click loads a new page: wait for it (and let expect() retry) before reading what it shows.
         nav.get_by_role("link", name="Usage", exact=True).click()
+        page.wait_for_url(f"{base}/dashboard/usage")
         key_row = page.locator(f"#usage-keys tr[data-key='{prefix}']")
+        expect(key_row.locator("th, td")).to_have_count(7)
         cells = key_row.locator("th, td").all_inner_texts()
         assert cells[0] == "usage test" and cells[2:4] == ["3", str(3 * len(TEXT))] and cells[5] == "1"
         today = datetime.now(UTC).date()
         bars = page.locator("#usage-chart .bar")
-        assert bars.count() == 30
+        expect(bars).to_have_count(30)
         tip = page.locator("#usage-chart-tip")
-        assert not tip.is_visible()
+        expect(tip).to_be_hidden()
         bars.last.hover()
-        assert (
-            tip.is_visible()
-            and tip.inner_text() == f"{today:%a}, {today:%b} {today.day}, {today.year}: {3 * len(TEXT)} characters"
-        )
+        expect(tip).to_be_visible()
+        expect(tip).to_have_text(f"{today:%a}, {today:%b} {today.day}, {today.year}: {3 * len(TEXT)} characters")
         bars.last.focus()  # the one bar in the tab order; the arrow keys move to the day before
         page.keyboard.press("ArrowLeft")
         day = today - timedelta(days=1)
-        assert tip.inner_text() == f"{day:%a}, {day:%b} {day.day}, {day.year}: 0 characters"
+        expect(tip).to_have_text(f"{day:%a}, {day:%b} {day.day}, {day.year}: 0 characters")
         assert bars.nth(28).evaluate("bar => bar === document.activeElement && bar.tabIndex === 0")
 
         nav.get_by_role("link", name="History", exact=True).click()
+        page.wait_for_url(f"{base}/dashboard/history")
         rows = page.locator("#history tbody tr")
-        assert rows.count() == 3
+        expect(rows).to_have_count(3)
         ids = [rows.nth(i).get_attribute("data-request") for i in range(3)]
         assert ids == ["req-unseeded", "req-again", "req-seeded"]  # newest first; the cache hit its own row
         hit = page.locator("#history tr[data-request='req-again']")

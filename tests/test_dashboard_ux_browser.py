@@ -13,10 +13,15 @@ import av
 import pytest
 from axe_playwright_python.sync_playwright import Axe
 from django.contrib.auth import get_user_model
+from django.contrib.auth.tokens import default_token_generator
+from django.utils.encoding import force_bytes
+from django.utils.http import urlsafe_base64_encode
+from playwright.sync_api import expect
 
 from accounts import actions
 from accounts.models import Organization
 from billing import quota
+from billing.models import UsageEvent
 from synthesis.custom_voices import create_voice
 from synthesis.lexicons import save_lexicon
 from synthesis.models import Lexicon
@@ -36,7 +41,7 @@ def log_in(page, base: str, email: str, password: str = PASSWORD) -> None:
 
 def log_out(page) -> None:
     page.click("header >> text=Log out")
-    page.wait_for_url(re.compile(r".*/accounts/login/.*|.*/$"))
+    page.wait_for_url(re.compile(r".*/accounts/login/$"))
 
 
 def test_a_mixed_case_address_signs_in_exactly_as_it_was_typed(live_stack):
@@ -71,9 +76,8 @@ def test_reloading_the_keys_page_creates_no_second_key_and_a_taken_name_is_refus
 
         page.fill("#id_name", "CI")  # names are unique among active keys, in any case
         page.click("text=Create key")
-        name = page.locator("#id_name")
-        assert name.get_attribute("aria-invalid") == "true"
-        assert page.evaluate("document.activeElement.id") == "id_name"  # focus moved to the first error
+        name = page.locator("#id_name[aria-invalid=true]")
+        expect(name).to_be_focused()  # focus moved to the first error
         error = page.locator(f"#{name.get_attribute('aria-describedby').split()[-1]}")
         assert "exists already" in error.inner_text() and error.is_visible()
         assert page.locator("tbody tr", has_text="tts_").count() == 1
@@ -179,13 +183,14 @@ def test_at_phone_width_the_header_is_a_menu_and_wide_tables_say_they_scroll(liv
         page.fill("#id_name", "phone key")
         page.click("text=Create key")
         wrap = page.locator(".table-wrap", has=page.locator("th", has_text="Last used"))
-        assert wrap.locator(".scroll-hint").is_visible()
+        expect(wrap.locator(".scroll-hint")).to_be_visible()
         assert wrap.get_attribute("tabindex") == "0" and "scrolls sideways" in wrap.get_attribute("aria-label")
         overflow = page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
         assert overflow <= 1  # the table scrolls, not the page
         page.set_viewport_size({"width": 1280, "height": 900})
-        assert nav.is_visible() and not toggle.is_visible()
-        assert not wrap.locator(".scroll-hint").is_visible()  # wide enough: nothing to scroll
+        expect(nav).to_be_visible()
+        expect(toggle).to_be_hidden()
+        expect(wrap.locator(".scroll-hint")).to_be_hidden()  # wide enough: nothing to scroll
         assert page.errors == []
 
 
@@ -201,7 +206,7 @@ def test_a_signup_error_is_tied_to_its_field_and_focused(live_stack):
         page.fill("#id_password", "short")
         page.fill("#id_organization", "Again")
         page.click("button[type=submit]")
-        assert page.evaluate("document.activeElement.id") == "id_email"  # the first field in error
+        expect(page.locator("#id_email[aria-invalid=true]")).to_be_focused()  # the first field in error
         for field, says in (("email", "exists already"), ("password", "at least 10 characters")):
             widget = page.locator(f"#id_{field}")
             assert widget.get_attribute("aria-invalid") == "true"
@@ -259,7 +264,15 @@ def make_things(email: str) -> dict[str, str]:
     create_voice(org, {"name": "Narrator", "seed": 42})
     lexicon = save_lexicon(Lexicon(organization=org), {"name": "Brands", "entries": [{"text": "SQL", "alias": "x"}]})
     invitation = actions.invite(org, "new@example.com", "member", invited_by=owner, accept_url=lambda token: token)
-    return {"lexicon": lexicon.id, "invitation": invitation.token}
+    key, _ = org.create_api_key("backend")
+    for cached, status in ((False, "succeeded"), (True, "succeeded"), (False, "failed")):  # a chart and rows
+        UsageEvent.objects.create(
+            organization=org, api_key=key, characters=120, model="chattts", voice="alloy", cached=cached, status=status
+        )
+    reset = (
+        f"/accounts/reset/{urlsafe_base64_encode(force_bytes(owner.pk))}/{default_token_generator.make_token(owner)}/"
+    )
+    return {"lexicon": lexicon.id, "invitation": invitation.token, "reset": reset}
 
 
 def test_axe_finds_no_serious_violation_on_any_dashboard_page(live_stack):
@@ -284,9 +297,11 @@ def test_axe_finds_no_serious_violation_on_any_dashboard_page(live_stack):
         page.goto(f"{base}/dashboard/keys")  # the new key's one-time panel, and a form with errors
         page.fill("#id_name", "shown once")
         page.click("text=Create key")
+        page.locator("#new-key").wait_for()
         check(page, "member /dashboard/keys with a new key")
         page.fill("#id_name", "shown once")
         page.click("text=Create key")
+        page.locator("#id_name[aria-invalid=true]").wait_for()
         check(page, "member /dashboard/keys with a form error")
         page.goto(f"{base}/dashboard/playground")  # after playing: the player and the download
         page.fill("#pg-seed", "3")
@@ -301,8 +316,16 @@ def test_axe_finds_no_serious_violation_on_any_dashboard_page(live_stack):
         page.fill("#id_username", "axe@example.com")
         page.fill("#id_password", "wrong")
         page.click("button[type=submit]")
+        page.locator("[role=alert]").wait_for()
         check(page, "visitor /accounts/login/ after a failure")
         page.goto(f"{base}/dashboard/signup")
         page.click("button[type=submit]")
+        page.locator("[aria-invalid=true]").first.wait_for()
         check(page, "visitor /dashboard/signup with errors")
+        page.goto(f"{base}{ids['reset']}")  # a valid reset link: the form with the password rules
+        page.wait_for_url(re.compile(r".*/set-password/$"))
+        rules = page.locator("#id_new_password1_helptext")
+        assert "at least 10 characters" in rules.inner_text()  # what aria-describedby reads out
+        assert "id_new_password1_helptext" in page.locator("#id_new_password1").get_attribute("aria-describedby")
+        check(page, "visitor the password reset form")
     assert problems == {}

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import socket
+from urllib.parse import urlsplit
 
 import httpx
 import pytest
@@ -69,3 +71,20 @@ def test_an_oversized_body_sent_without_a_length_is_refused_too(live_stack, owne
     with live_stack.client(owner.key) as client:
         response = client.post("/jobs", content=chunks(), headers={"Content-Type": "application/json"})
     assert response.status_code == 413, response.text[:300]
+
+
+def test_an_oversized_body_is_refused_before_it_is_sent(live_stack, owner):
+    """A Content-Length over the limit is answered at once: the server does not wait for (or
+    store) a body it would refuse anyway."""
+    parts = urlsplit(live_stack.base_url)
+    head = (
+        f"POST /v1/audio/speech HTTP/1.1\r\nHost: {parts.netloc}\r\nAuthorization: Bearer {owner.key}\r\n"
+        f"Content-Type: application/json\r\nContent-Length: {50 << 20}\r\n\r\n"
+    ).encode()
+    with socket.create_connection((parts.hostname, parts.port), timeout=10) as sock:
+        sock.sendall(head + b'{"input": "')  # then nothing more: 50 MiB announced, a few bytes sent
+        answer = b""
+        while b"}}" not in answer and (chunk := sock.recv(65536)):  # the head, then the JSON body
+            answer += chunk
+    assert answer.startswith(b"HTTP/1.1 413 "), answer[:200]
+    assert b'"code": "request_too_large"' in answer

@@ -13,8 +13,11 @@ django_application = get_asgi_application()  # sets Django up before the consume
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 
 from synthesis.routing import websocket_urlpatterns  # noqa: E402
-from tts_saas.limits import WebSocketHeaderLimits  # noqa: E402
+from tts_saas.limits import HttpBodyLimits, WebSocketHeaderLimits  # noqa: E402
 
 application = ProtocolTypeRouter(
-    {"http": django_application, "websocket": WebSocketHeaderLimits(URLRouter(websocket_urlpatterns))}
+    {
+        "http": HttpBodyLimits(django_application),
+        "websocket": WebSocketHeaderLimits(URLRouter(websocket_urlpatterns)),
+    }
 )

@@ -62,19 +62,20 @@ class HeaderLimitsMiddleware(RequestCheckMiddleware):
 
 def body_problem(request) -> str | None:
     """Why the body is refused before anything parses it: larger than TTS_MAX_BODY_BYTES by its
-    Content-Length, or (sent without one) once read (Django stops reading at the same size). A view
-    marked with `large_body` takes up to its own limit, announced by Content-Length."""
+    Content-Length, or (sent without one) once read (Django refuses a spooled body past the same
+    size). A view marked with `large_body` takes up to its own limit, announced by Content-Length
+    and of its content type. HttpBodyLimits below refuses the same bodies before they are read."""
     limit = settings.TTS_MAX_BODY_BYTES
-    message = f"The request body is too large: at most {limit} bytes are accepted."
+    message = too_large(limit)
     try:
         length = int(request.META.get("CONTENT_LENGTH") or 0)
     except ValueError:
         return "The Content-Length header is not a number."
     if length > limit:
-        own = _own_limit(request)
+        own = own_limit(request.path_info, request.content_type)
         if own is None:
             return message
-        return f"The request body is too large: at most {own} bytes are accepted." if length > own else None
+        return too_large(own) if length > own else None
     if request.method in ("POST", "PUT", "PATCH"):
         try:
             request.body  # noqa: B018  (reads it, bounded by DATA_UPLOAD_MAX_MEMORY_SIZE)
@@ -83,23 +84,29 @@ def body_problem(request) -> str | None:
     return None
 
 
-def large_body(max_bytes: int):
-    """Mark a view that takes bodies up to `max_bytes` (more than TTS_MAX_BODY_BYTES): it reads
-    them itself, with `request.read()`, never `request.body`."""
+def too_large(limit: int) -> str:
+    return f"The request body is too large: at most {limit} bytes are accepted."
+
+
+def large_body(max_bytes: int, content_type: str):
+    """Mark a view that takes bodies of `content_type` up to `max_bytes` (more than
+    TTS_MAX_BODY_BYTES): it reads them itself, with `request.read()`, never `request.body`."""
 
     def mark(view):
-        view.max_body_bytes = max_bytes
+        view.large_body = (max_bytes, content_type)
         return view
 
     return mark
 
 
-def _own_limit(request) -> int | None:
+def own_limit(path: str, content_type: str) -> int | None:
+    """The limit of the `large_body` view at `path` for a body of `content_type`, if it is one."""
     try:
-        match = resolve(request.path_info)
+        match = resolve(path)
     except Resolver404:
         return None
-    return getattr(match.func, "max_body_bytes", None)
+    max_bytes, accepted = getattr(match.func, "large_body", (None, None))
+    return max_bytes if content_type == accepted else None
 
 
 class BodyLimitsMiddleware(RequestCheckMiddleware):
@@ -108,6 +115,60 @@ class BodyLimitsMiddleware(RequestCheckMiddleware):
     def refuse(self, request):
         problem = body_problem(request)
         return error_response(413, problem, "request_too_large") if problem else None
+
+
+class HttpBodyLimits:
+    """The body limits before the body is read. Django's ASGI handler reads a whole request body
+    (into a temporary file) before any middleware runs, so BodyLimitsMiddleware alone spares the
+    parsers, not the bandwidth or the disk: this ASGI wrapper answers 413 at once when the
+    Content-Length is over the limit, and reads a body sent without one (chunked) only up to the
+    limit, answering 413 as soon as more has arrived."""
+
+    def __init__(self, app):
+        self.app = app
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        headers = dict(scope.get("headers", []))
+        length = headers.get(b"content-length", b"").decode("latin-1")
+        limit = settings.TTS_MAX_BODY_BYTES
+        content_type = headers.get(b"content-type", b"").decode("latin-1").split(";")[0].strip().lower()
+        if length.isdigit() and int(length) > limit:
+            limit = own_limit(scope["path"], content_type) or limit
+            if int(length) > limit:
+                return await _answer(send, 413, too_large(limit), "request_too_large")
+        elif not length and scope["method"] in ("POST", "PUT", "PATCH"):
+            limit = own_limit(scope["path"], content_type) or limit
+            read, size = [], 0
+            while True:  # the body, up to the limit; then handed on as it came
+                message = await receive()
+                read.append(message)
+                if message["type"] != "http.request":
+                    break
+                size += len(message.get("body", b""))
+                if size > limit:
+                    return await _answer(send, 413, too_large(limit), "request_too_large")
+                if not message.get("more_body"):
+                    break
+
+            async def replay():
+                return read.pop(0) if read else await receive()
+
+            return await self.app(scope, replay, send)
+        return await self.app(scope, receive, send)
+
+
+async def _answer(send, status: int, message: str, code: str) -> None:
+    body = error_response(status, message, code).content
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})
 
 
 class WebSocketHeaderLimits:

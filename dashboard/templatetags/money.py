@@ -1,8 +1,11 @@
-"""Numbers as the billing page shows them: cents as dollars, counts with thousands separators."""
+"""Numbers as the dashboard's pages show them: cents as dollars, counts with thousands separators
+(dashboard.charts.number, the one formatting every page shares)."""
 
 from __future__ import annotations
 
 from django import template
+
+from ..charts import number
 
 register = template.Library()
 
@@ -16,6 +19,5 @@ def dollars(cents) -> str:
 
 @register.filter
 def thousands(value) -> str:
-    if value is None:
-        return ""
-    return f"{int(value):,}"
+    """A count as `number` writes it ("12,345"); nothing for None."""
+    return "" if value is None else number(int(value))

@@ -1,5 +1,6 @@
-"""History: every billed request of the organization, one ledger row each (cache hits included),
-newest first, filtered and paged, with its job's error and its audio where some is kept.
+"""History: every request of the organization, one ledger row each (cache hits included; failed
+ones are listed but not billed), newest first, filtered and paged, with its job's error and its
+audio where some is kept.
 
 Which audio is kept: an asynchronous job's stored file (until the job is deleted after
 TTS_JOB_RETENTION_HOURS); a seeded request's audio in the audio cache (until it expires or is

@@ -1,4 +1,4 @@
-"""The old Jobs page, now History (every billed request, cache hits included): its address sends
+"""The old Jobs page, now History (every request, cache hits included): its address sends
 there. A job's audio (`dashboard:job-audio`) is served by views.history.job_audio."""
 
 from __future__ import annotations

@@ -1,17 +1,15 @@
 """The overview: this month's usage against the quota, and characters per day over the last 30
-days (the usage page has any period, other metrics and the split by key)."""
+days (the usage page has any period, other metrics and the split by key; the chart is drawn from
+the same per-day report)."""
 
 from __future__ import annotations
 
-from datetime import UTC, timedelta
-
-from django.utils import timezone
-
 from billing import stripe_client
-from billing.usage import daily_characters, month_summary
+from billing.usage import month_summary
 
 from ..access import member_required, page
-from ..charts import Metric, bar_chart, days_between, minutes
+from ..charts import bar_chart, minutes
+from .usage import METRICS, last_days, per_day
 
 CHART_DAYS = 30
 
@@ -31,8 +29,7 @@ def overview(request):
         resets_at=month.resets_at,
         percent=month.percent_used,
         requests=month.requests,
-        audio_minutes=round(month.audio_seconds / 60, 1),
-        audio_minutes_shown=minutes(month.audio_seconds),
+        audio_minutes=minutes(month.audio_seconds),
         hit_rate=month.cache_hit_rate,
         chart=characters_chart(org),
         # The meter is amber from WARN_AT and red when the month's characters are used up.
@@ -47,9 +44,7 @@ WARN_AT = 0.8  # of the month's included characters
 
 
 def characters_chart(org) -> dict:
-    today = timezone.now().astimezone(UTC).date()
-    by_day = daily_characters(org, CHART_DAYS)
-    days = days_between(today - timedelta(days=CHART_DAYS - 1), today)
-    return bar_chart(
-        [(day, by_day.get(day, 0)) for day in days], Metric("characters", "character"), chart_id="overview-chart"
-    )
+    """Characters per UTC day over the last CHART_DAYS days, today included, as the usage page reports them."""
+    days, _ = per_day(org, last_days(CHART_DAYS))
+    characters = METRICS["characters"]
+    return bar_chart([(day, characters.value(row)) for day, row in days], characters.metric, chart_id="overview-chart")

@@ -5,6 +5,8 @@ request as curl or Python code."""
 
 from __future__ import annotations
 
+import secrets
+
 from django.http import HttpResponse, JsonResponse
 from django.views.decorators.http import require_POST
 
@@ -17,6 +19,7 @@ from synthesis import audio
 from synthesis.models import Voice
 from tts_saas.errors import error_response
 from tts_saas.limits import large_body
+from tts_saas.redis import get_redis
 
 from ..access import member_required, page, require_active
 from ..throttles import by_user, throttled
@@ -62,25 +65,41 @@ def download_formats(allowed: tuple[str, ...]) -> list[str]:
 
 
 MAX_ENCODE_SECONDS = 600  # of 24 kHz audio, what one download may carry
+MAX_ENCODE_BYTES = MAX_ENCODE_SECONDS * audio.SAMPLE_RATE * 2
+ENCODING_LOCK_SECONDS = 120  # one download encodes at a time per organization; a crashed one frees it
 
 
-@large_body(MAX_ENCODE_SECONDS * audio.SAMPLE_RATE * 2)
+@large_body(MAX_ENCODE_BYTES, "application/octet-stream")
 @require_POST
 @member_required
 @throttled("encode", (by_user, "TTS_PLAYGROUND_ENCODE_RATE"))
 def playground_encode(request):
     """What the playground generated (24 kHz 16-bit PCM, the body) as a file in `?format=`:
-    encoded, not generated again, so nothing is billed."""
+    encoded, not generated again, so nothing is billed. Encoding runs in the web process: one at a
+    time per organization, at most MAX_ENCODE_SECONDS, throttled per member."""
+    require_active(request)
+    org = request.principal.organization
     name = request.GET.get("format", "")
-    limits = limits_for(request.principal.organization)
-    if name not in download_formats(limits.allowed_formats):
-        offered = ", ".join(download_formats(limits.allowed_formats))
-        return error_response(400, f"format must be one of {offered}.", "invalid_format", "format")
-    limit = MAX_ENCODE_SECONDS * audio.SAMPLE_RATE * 2
-    pcm = request.read(limit + 1)
-    if len(pcm) > limit or len(pcm) % 2:
+    offered = download_formats(limits_for(org).allowed_formats)
+    if name not in offered:
+        return error_response(400, f"format must be one of {', '.join(offered)}.", "invalid_format", "format")
+    pcm = request.read(MAX_ENCODE_BYTES + 1)
+    if len(pcm) > MAX_ENCODE_BYTES or len(pcm) % 2:
         return error_response(400, f"Send at most {MAX_ENCODE_SECONDS} s of 16-bit PCM.", "invalid_audio")
+    lock, token = f"tts:playground-encode:{org.pk}", secrets.token_hex(8)
+    if not get_redis().set(lock, token, nx=True, ex=ENCODING_LOCK_SECONDS):
+        return error_response(
+            429, "Another download of your organization is being encoded: try again in a moment.", "encoding_busy"
+        )
+    try:
+        body = audio.encode(pcm, name)
+    finally:
+        get_redis().eval(RELEASE, 1, lock, token)
     spec = audio.output_format(name)
-    response = HttpResponse(audio.encode(pcm, name), content_type=spec.content_type)
+    response = HttpResponse(body, content_type=spec.content_type)
     response["Content-Disposition"] = f'attachment; filename="speech.{spec.extension}"'
     return response
+
+
+# Deletes the lock only if it is still ours (it may have expired and been taken by another).
+RELEASE = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end return 0"

@@ -31,22 +31,30 @@ def members(request):
         if form.is_valid():
             _refuse_twice(form, org)
         if form.is_valid():
-            invitation = actions.invite(
-                org,
-                form.cleaned_data["email"],
-                form.cleaned_data["role"],
-                invited_by=request.user,
-                accept_url=lambda token: _accept_url(request, token),
-            )
-            if _delivers_nothing():  # say so rather than claim it was sent
-                messages.info(
-                    request,
-                    f"Invitation created for {invitation.email}. This server does not send e-mail "
-                    f"(EMAIL_BACKEND): send them the link yourself: {_accept_url(request, invitation.token)}",
+            try:
+                invitation = actions.invite(
+                    org,
+                    form.cleaned_data["email"],
+                    form.cleaned_data["role"],
+                    invited_by=request.user,
+                    accept_url=lambda token: _accept_url(request, token),
+                )
+            except actions.MailNotSent:  # nothing was made: the form comes back, filled in
+                form.add_error(
+                    "email",
+                    f"The invitation e-mail to {form.cleaned_data['email'].lower()} could not be sent (the mail "
+                    "server did not take it), so no invitation was made. Try again later.",
                 )
             else:
-                messages.info(request, f"Invitation e-mailed to {invitation.email}.")
-            return redirect("dashboard:members")
+                if _delivers_nothing():  # say so rather than claim it was sent
+                    messages.info(
+                        request,
+                        f"Invitation created for {invitation.email}. This server does not send e-mail "
+                        f"(EMAIL_BACKEND): send them the link yourself: {_accept_url(request, invitation.token)}",
+                    )
+                else:
+                    messages.info(request, f"Invitation e-mailed to {invitation.email}.")
+                return redirect("dashboard:members")
     team = list(Membership.objects.filter(organization=org).select_related("user").order_by("created_at"))
     owners = sum(m.role == Membership.Role.OWNER for m in team)
     for m in team:
@@ -122,6 +130,13 @@ def resend_invitation(request, invitation_id: int):
         raise PermissionDenied(str(exc)) from exc
     except Invitation.DoesNotExist:
         raise Http404 from None
+    except actions.MailNotSent:  # rolled back: the invitation and its link are as they were
+        messages.info(
+            request,
+            "The invitation could not be e-mailed again (the mail server did not take it): nothing changed, "
+            "the earlier link still works. Try again later.",
+        )
+        return redirect("dashboard:members")
     until = f"{invitation.created_at + Invitation.VALID_FOR:%Y-%m-%d %H:%M} UTC"
     if _delivers_nothing():
         messages.info(

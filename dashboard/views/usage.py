@@ -31,11 +31,13 @@ NO_KEY = "Dashboard (no key)"
 
 @dataclass(frozen=True)
 class Shown:
-    """One metric of the chart: its switch's label, its unit, and the value of a report row."""
+    """One metric of the chart: its switch's label, its unit, the value of a report row, and what
+    the page says when the period has none of it (failed requests bill no characters)."""
 
     label: str
     metric: Metric
     field: str
+    none: str
     scale: float = 1.0
 
     def value(self, row: dict) -> float:
@@ -43,9 +45,13 @@ class Shown:
 
 
 METRICS = {
-    "characters": Shown("Characters", Metric("characters", "character"), "characters"),
-    "requests": Shown("Requests", Metric("requests", "request"), "all_requests"),
-    "audio": Shown("Audio minutes", Metric("audio minutes", decimals=1), "audio_seconds", 60.0),
+    "characters": Shown(
+        "Characters", Metric("characters", "character"), "characters", "No characters billed in this period."
+    ),
+    "requests": Shown("Requests", Metric("requests", "request"), "all_requests", "No requests in this period."),
+    "audio": Shown(
+        "Audio minutes", Metric("audio minutes", decimals=1), "audio_seconds", "No audio in this period.", 60.0
+    ),
 }
 
 
@@ -133,12 +139,11 @@ def per_key(org, period: Period) -> list[dict]:
 
 
 def shown_row(row: dict) -> dict:
-    """A report row as the page shows it: thousands separators, audio in minutes."""
+    """A report row as the page shows it: thousands separators, audio in minutes (the CSV has the
+    succeeded and cancelled counts too)."""
     return {
         "requests": number(row["all_requests"]),
-        "succeeded": number(row["requests"]),
         "failed": number(row["failed_requests"]),
-        "cancelled": number(row["cancelled_requests"]),
         "cached": number(row["cached_requests"]),
         "characters": number(row["characters"]),
         "minutes": minutes(row["audio_seconds"]),
@@ -180,6 +185,8 @@ def usage(request):
         metric=metric,
         chart=chart,
         chart_title=f"{shown.label} per day",
+        chart_none=shown.none,
+        any_requests=total["all_requests"] > 0,  # the per-day table then, even if the chart is empty
         total=shown_row(total),
         hit_rate=f"{100 * total['cached_requests'] / total['all_requests']:.1f}" if total["all_requests"] else None,
         days=[(day, shown_row(row)) for day, row in reversed(days)],
