@@ -262,6 +262,9 @@ def test_an_owner_invites_a_teammate_who_joins_and_can_be_removed(client):
     path = link.split("testserver", 1)[1]
     owner_client_session = client.session.session_key
     client.logout()
+    form = client.get(path).content.decode()  # a password manager saves the address with the password
+    assert 'value="bob@example.com" autocomplete="username" readonly' in form
+    assert 'autocomplete="new-password"' in form
     assert client.post(path, {"password": "short"}).status_code == 200  # field error, nobody created
     joined = client.post(path, {"password": "bobs long password"})
     assert joined.status_code == 302
