@@ -196,26 +196,33 @@ def remove_member(acting: Membership, membership_id: int) -> Membership | None:
         raise NotAllowed("Only owners remove members.")
     org = acting.organization
     with transaction.atomic():
-        # As change_role: the owners' rows locked first, then the target's; the acting role and
-        # the target's are read under those locks, so an owner demoted meanwhile removes nobody
-        # and two owners removing each other at once cannot both succeed.
-        owners = list(
-            Membership.objects.select_for_update()
-            .filter(organization=org, role=Membership.Role.OWNER)
-            .order_by("pk")
-            .values_list("pk", flat=True)
-        )
-        target = (
-            Membership.objects.select_related("user")
-            .select_for_update(of=("self",))
-            .get(organization=org, pk=membership_id)
-        )
+        # The acting role and the target's are read under the locks: an owner demoted meanwhile
+        # removes nobody, and two owners removing each other at once cannot both succeed.
+        owners, target = _lock_owners_and(org, membership_id)
         if acting.pk not in owners:  # demoted or removed since `acting` was read
             raise NotAllowed("Only owners remove members.")
         if target.role == Membership.Role.OWNER and owners == [target.pk]:
             return None
         target.delete()
     return target
+
+
+def _lock_owners_and(org: Organization, membership_id: int) -> tuple[list[int], Membership]:
+    """Inside a transaction: the organization's owners' rows locked (in pk order, so that two
+    callers cannot deadlock), then the target membership's; the owners' pks and the target.
+    Membership.DoesNotExist for another organization's id."""
+    owners = list(
+        Membership.objects.select_for_update()
+        .filter(organization=org, role=Membership.Role.OWNER)
+        .order_by("pk")
+        .values_list("pk", flat=True)
+    )
+    target = (
+        Membership.objects.select_related("user")
+        .select_for_update(of=("self",))
+        .get(organization=org, pk=membership_id)
+    )
+    return owners, target
 
 
 class LastOwner(Exception):
@@ -246,19 +253,8 @@ def change_role(acting: Membership, membership_id: int, role: str) -> tuple[Memb
         raise ValueError(f"{role!r} is not a role.")
     org = acting.organization
     with transaction.atomic():
-        # The owners' rows locked first (as remove_member does): two owners demoting each other
-        # at once cannot both succeed.
-        owners = list(
-            Membership.objects.select_for_update()
-            .filter(organization=org, role=Membership.Role.OWNER)
-            .order_by("pk")
-            .values_list("pk", flat=True)
-        )
-        target = (
-            Membership.objects.select_related("user")
-            .select_for_update(of=("self",))
-            .get(organization=org, pk=membership_id)
-        )
+        # Two owners demoting each other at once cannot both succeed.
+        owners, target = _lock_owners_and(org, membership_id)
         current = Membership.objects.filter(pk=acting.pk).first()  # the acting role as it is now
         if current is None or role not in assignable_roles(current, target):
             raise NotAllowed(

@@ -75,6 +75,19 @@ def redis_client():
     return get_redis()
 
 
+@pytest.fixture
+def empty_audio_cache(redis_client):
+    """No audio cache entries before the test, none left after it."""
+
+    def wipe():
+        for key in redis_client.scan_iter("tts:audio:*"):
+            redis_client.delete(key)
+
+    wipe()
+    yield
+    wipe()
+
+
 @dataclass
 class LiveStack:
     base_url: str

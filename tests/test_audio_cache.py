@@ -9,16 +9,7 @@ from inference.engine import SynthesisParams
 from synthesis import cache
 from synthesis.captions import Caption
 
-
-@pytest.fixture(autouse=True)
-def empty_cache(redis_client):
-    def wipe():
-        for key in redis_client.scan_iter("tts:audio:*"):
-            redis_client.delete(key)
-
-    wipe()
-    yield
-    wipe()
+pytestmark = pytest.mark.usefixtures("empty_audio_cache")
 
 
 def key(n: int) -> str:

@@ -24,18 +24,7 @@ from synthesis import cache
 from synthesis.models import Job
 from tests.factories import make_job
 
-pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture(autouse=True)
-def empty_audio_cache(redis_client):
-    def wipe():
-        for key in redis_client.scan_iter("tts:audio:*"):
-            redis_client.delete(key)
-
-    wipe()
-    yield
-    wipe()
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("empty_audio_cache")]
 
 
 def signup(client, email="ada@example.com", org="Analytical Engines") -> Organization:
