@@ -115,6 +115,9 @@ def test_pages_have_landmarks_a_skip_link_and_the_operators_product_name(client,
     assert 'class="active" aria-current="page">API keys</a>' in page and page.count('aria-current="page"') == 1
     assert '<span class="brand">Acme Voice</span>' in page and "<title>API keys · Acme Voice</title>" in page
     assert "tts_saas" not in page
+    settings.TTS_PRODUCT_LOGO = "/static/acme.svg"
+    page = client.get("/dashboard/keys").content.decode()
+    assert '<span class="brand"><img src="/static/acme.svg" alt="">Acme Voice</span>' in page
 
 
 def test_pages_need_a_login(client):

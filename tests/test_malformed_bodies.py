@@ -13,6 +13,8 @@ import httpx
 import pytest
 import websockets
 
+from tts_saas.limits import HttpBodyLimits
+
 pytestmark = pytest.mark.django_db(transaction=True)
 
 DEEP = b"[" * 100_000 + b"]" * 100_000
@@ -88,3 +90,38 @@ def test_an_oversized_body_is_refused_before_it_is_sent(live_stack, owner):
             answer += chunk
     assert answer.startswith(b"HTTP/1.1 413 "), answer[:200]
     assert b'"code": "request_too_large"' in answer
+
+
+def test_the_larger_limit_of_the_playgrounds_download_holds_under_a_path_prefix():
+    """Behind a proxy that mounts the service at a prefix (ASGI root_path), the view that takes
+    more is still found; every other path keeps the ordinary limit."""
+    reached = []
+
+    async def app(scope, receive, send):
+        reached.append(scope["path"])
+
+    async def run(path: str, content_type: bytes) -> list[dict]:
+        sent: list[dict] = []
+        scope = {
+            "type": "http",
+            "method": "POST",
+            "root_path": "/tts",
+            "path": f"/tts{path}",
+            "headers": [(b"content-length", str(3 << 20).encode()), (b"content-type", content_type)],
+        }
+
+        async def send(message):
+            sent.append(message)
+
+        await HttpBodyLimits(app)(scope, None, send)
+        return sent
+
+    assert asyncio.run(run("/dashboard/playground/encode", b"application/octet-stream")) == []
+    assert reached == ["/tts/dashboard/playground/encode"]
+    for path, content_type in (
+        ("/dashboard/playground/encode", b"application/json"),
+        ("/v1/jobs", b"application/json"),
+    ):
+        refused = asyncio.run(run(path, content_type))
+        assert refused[0]["status"] == 413 and b"request_too_large" in refused[1]["body"]
+    assert len(reached) == 1

@@ -135,11 +135,11 @@ class HttpBodyLimits:
         limit = settings.TTS_MAX_BODY_BYTES
         content_type = headers.get(b"content-type", b"").decode("latin-1").split(";")[0].strip().lower()
         if length.isdigit() and int(length) > limit:
-            limit = own_limit(scope["path"], content_type) or limit
+            limit = own_limit(_path_info(scope), content_type) or limit
             if int(length) > limit:
                 return await _answer(send, 413, too_large(limit), "request_too_large")
         elif not length and scope["method"] in ("POST", "PUT", "PATCH"):
-            limit = own_limit(scope["path"], content_type) or limit
+            limit = own_limit(_path_info(scope), content_type) or limit
             read, size = [], 0
             while True:  # the body, up to the limit; then handed on as it came
                 message = await receive()
@@ -157,6 +157,12 @@ class HttpBodyLimits:
 
             return await self.app(scope, replay, send)
         return await self.app(scope, receive, send)
+
+
+def _path_info(scope) -> str:
+    """The path as Django resolves it: without the prefix the server is mounted at (root_path)."""
+    path, root = scope["path"], scope.get("root_path", "")
+    return path[len(root) :] if root and path.startswith(root) else path
 
 
 async def _answer(send, status: int, message: str, code: str) -> None:
