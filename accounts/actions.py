@@ -9,7 +9,7 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import User
 from django.core.mail import send_mail
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.utils import timezone
 from django.utils.text import slugify
 
@@ -164,12 +164,15 @@ def accept_invitation(invitation: Invitation, user) -> Membership:
 
 def accept_invitation_as_new_user(invitation: Invitation, password: str) -> User:
     """The invited address has no account yet: make it, and join."""
-    with transaction.atomic():
-        locked = _claim(invitation)
-        if has_account(locked.email):
-            raise InvitationUsed
-        user = create_user(locked.email, password)
-        _join(locked, user)
+    try:
+        with transaction.atomic():
+            locked = _claim(invitation)
+            if has_account(locked.email):
+                raise InvitationUsed
+            user = create_user(locked.email, password)
+            _join(locked, user)
+    except IntegrityError:  # the same address signed up meanwhile (another invitation, or sign-up)
+        raise InvitationUsed from None
     return user
 
 

@@ -601,7 +601,7 @@ def test_the_playground_encodes_what_it_generated_in_the_formats_the_plan_allows
     lock = f"tts:playground-encode:{org.pk}"
     get_redis().set(lock, "another download", ex=60)  # one encode at a time per organization
     busy = encode("flac")
-    assert busy.status_code == 429 and busy.json()["error"]["code"] == "encoding_busy"
+    assert busy.status_code == 429 and busy.json()["error"]["code"] == "encoding_busy" and busy["Retry-After"] == "5"
     get_redis().delete(lock)
     assert encode("flac").status_code == 200 and not get_redis().exists(lock)  # released after
 

@@ -526,9 +526,25 @@ def test_resend_whose_mail_fails_keeps_the_earlier_link(client, settings):
     assert resent.status_code == 200
     said = messages_of(resent)
     assert "could not be e-mailed again" in said and "the earlier link still works" in said
+    assert '<li class="error" role="alert">' in resent.content.decode()  # not styled as a success
     assert Invitation.objects.get().token == invitation.token
+    Invitation.objects.update(created_at=timezone.now() - timedelta(days=8))  # renewing an expired one fails too
+    said = messages_of(client.post(f"/dashboard/invitations/{invitation.pk}/resend", follow=True))
+    assert "nothing changed, its link stays expired" in said
+    Invitation.objects.update(created_at=timezone.now())
     client.logout()
     assert client.get(f"/dashboard/invite/{invitation.token}").status_code == 200
+
+
+def test_an_address_that_signs_up_meanwhile_makes_the_acceptance_a_used_link(monkeypatch):
+    """Two ways to the same new account at once (two organizations' invitations, or a sign-up):
+    the second to commit finds the address taken and gets the used-link answer, not a 500."""
+    _, invitation = _invited()
+    actions.create_user("dave@example.com", PASSWORD)  # committed after the lookup for an account
+    monkeypatch.setattr(actions, "has_account", lambda email: False)  # as it answered before that
+    with pytest.raises(actions.InvitationUsed):
+        actions.accept_invitation_as_new_user(invitation, PASSWORD)
+    assert not Membership.objects.filter(user__username="dave@example.com").exists()
 
 
 def test_an_invitation_whose_mail_fails_is_not_made(client, settings):

@@ -75,19 +75,56 @@ def test_an_oversized_body_sent_without_a_length_is_refused_too(live_stack, owne
     assert response.status_code == 413, response.text[:300]
 
 
-def test_an_oversized_body_is_refused_before_it_is_sent(live_stack, owner):
-    """A Content-Length over the limit is answered at once: the server does not wait for (or
-    store) a body it would refuse anyway."""
-    parts = urlsplit(live_stack.base_url)
-    head = (
-        f"POST /v1/audio/speech HTTP/1.1\r\nHost: {parts.netloc}\r\nAuthorization: Bearer {owner.key}\r\n"
-        f"Content-Type: application/json\r\nContent-Length: {50 << 20}\r\n\r\n"
-    ).encode()
-    with socket.create_connection((parts.hostname, parts.port), timeout=10) as sock:
-        sock.sendall(head + b'{"input": "')  # then nothing more: 50 MiB announced, a few bytes sent
-        answer = b""
-        while b"}}" not in answer and (chunk := sock.recv(65536)):  # the head, then the JSON body
+def raw(base_url: str, head: str, body: bytes = b"") -> bytes:
+    """Send `head` and `body` on a fresh connection; what comes back until the JSON ends or the
+    server closes."""
+    parts = urlsplit(base_url)
+    head = head.replace("{host}", parts.netloc)
+    answer = b""
+    with socket.create_connection((parts.hostname, parts.port), timeout=20) as sock:
+        try:
+            sock.sendall(head.encode() + body)
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # refused before all of it was sent
+        while b"}}" not in answer and (chunk := sock.recv(65536)):
             answer += chunk
+    return answer
+
+
+def test_an_oversized_body_is_refused_before_it_is_sent(live_stack, owner):
+    """A Content-Length over the limit is answered at once and the connection closed: the server
+    does not wait for (or store) a body it would refuse anyway."""
+    answer = raw(
+        live_stack.base_url,
+        f"POST /v1/audio/speech HTTP/1.1\r\nHost: {{host}}\r\nAuthorization: Bearer {owner.key}\r\n"
+        f"Content-Type: application/json\r\nX-Request-ID: req_big_body\r\nContent-Length: {50 << 20}\r\n\r\n",
+        b'{"input": "',  # then nothing more: 50 MiB announced, a few bytes sent
+    )
+    assert answer.startswith(b"HTTP/1.1 413 "), answer[:200]
+    head = answer.split(b"\r\n\r\n")[0].lower()
+    assert b"x-request-id: req_big_body" in head and b"connection: close" in head
+    assert b'"code": "request_too_large"' in answer
+
+
+def chunked(size: int) -> bytes:
+    piece = b"[" * 65536
+    return b"".join(b"%x\r\n%s\r\n" % (len(piece), piece) for _ in range(size // len(piece))) + b"0\r\n\r\n"
+
+
+@pytest.mark.parametrize(
+    "head",
+    [
+        # Content-Length is not the framing when Transfer-Encoding is there; a body on any method counts.
+        "POST /v1/jobs HTTP/1.1\r\nTransfer-Encoding: chunked\r\nContent-Length: 10\r\n",
+        "GET /v1/jobs HTTP/1.1\r\nTransfer-Encoding: chunked\r\n",
+    ],
+)
+def test_a_chunked_body_over_the_limit_is_refused_whatever_else_the_head_says(live_stack, owner, head):
+    answer = raw(
+        live_stack.base_url,
+        f"{head}Host: {{host}}\r\nAuthorization: Bearer {owner.key}\r\nContent-Type: application/json\r\n\r\n",
+        chunked(3 << 20),
+    )
     assert answer.startswith(b"HTTP/1.1 413 "), answer[:200]
     assert b'"code": "request_too_large"' in answer
 

@@ -17,6 +17,7 @@ from django.urls import Resolver404, resolve
 
 from .errors import error_response
 from .middleware import RequestCheckMiddleware
+from .request_id import new_request_id
 
 MAX_HEADERS = 100
 MAX_HEADER_BYTES = 16 * 1024  # as the server's --h11-max-incomplete-event-size
@@ -63,8 +64,8 @@ class HeaderLimitsMiddleware(RequestCheckMiddleware):
 def body_problem(request) -> str | None:
     """Why the body is refused before anything parses it: larger than TTS_MAX_BODY_BYTES by its
     Content-Length, or (sent without one) once read (Django refuses a spooled body past the same
-    size). A view marked with `large_body` takes up to its own limit, announced by Content-Length
-    and of its content type. HttpBodyLimits below refuses the same bodies before they are read."""
+    size). A view marked with `large_body` takes up to its own limit in a POST of its content type,
+    announced by Content-Length. HttpBodyLimits below refuses the same bodies before they are read."""
     limit = settings.TTS_MAX_BODY_BYTES
     message = too_large(limit)
     try:
@@ -72,7 +73,7 @@ def body_problem(request) -> str | None:
     except ValueError:
         return "The Content-Length header is not a number."
     if length > limit:
-        own = own_limit(request.path_info, request.content_type)
+        own = own_limit(request.path_info, request.content_type) if request.method == "POST" else None
         if own is None:
             return message
         return too_large(own) if length > own else None
@@ -120,9 +121,11 @@ class BodyLimitsMiddleware(RequestCheckMiddleware):
 class HttpBodyLimits:
     """The body limits before the body is read. Django's ASGI handler reads a whole request body
     (into a temporary file) before any middleware runs, so BodyLimitsMiddleware alone spares the
-    parsers, not the bandwidth or the disk: this ASGI wrapper answers 413 at once when the
-    Content-Length is over the limit, and reads a body sent without one (chunked) only up to the
-    limit, answering 413 as soon as more has arrived."""
+    parsers, not the bandwidth or the disk. This ASGI wrapper answers 413 at once when the
+    Content-Length is over the limit (a `large_body` view's own for a POST of its content type),
+    and counts a body sent without one (chunked, of any method) as it arrives: past
+    TTS_MAX_BODY_BYTES it ends the read as a disconnect (Django then answers nothing) and answers
+    413 itself. Either way the connection is closed after the 413, so the rest is not received."""
 
     def __init__(self, app):
         self.app = app
@@ -131,32 +134,37 @@ class HttpBodyLimits:
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
         headers = dict(scope.get("headers", []))
-        length = headers.get(b"content-length", b"").decode("latin-1")
         limit = settings.TTS_MAX_BODY_BYTES
-        content_type = headers.get(b"content-type", b"").decode("latin-1").split(";")[0].strip().lower()
-        if length.isdigit() and int(length) > limit:
-            limit = own_limit(_path_info(scope), content_type) or limit
+        length = headers.get(b"content-length", b"").decode("latin-1")
+        if length and b"transfer-encoding" not in headers:
+            if not (length.isascii() and length.isdigit()):
+                return await self.app(scope, receive, send)  # BodyLimitsMiddleware words this one
+            if int(length) > limit and scope["method"] == "POST":
+                content_type = headers.get(b"content-type", b"").decode("latin-1").split(";")[0].strip().lower()
+                limit = own_limit(_path_info(scope), content_type) or limit
             if int(length) > limit:
-                return await _answer(send, 413, too_large(limit), "request_too_large")
-        elif not length and scope["method"] in ("POST", "PUT", "PATCH"):
-            limit = own_limit(_path_info(scope), content_type) or limit
-            read, size = [], 0
-            while True:  # the body, up to the limit; then handed on as it came
-                message = await receive()
-                read.append(message)
-                if message["type"] != "http.request":
-                    break
-                size += len(message.get("body", b""))
-                if size > limit:
-                    return await _answer(send, 413, too_large(limit), "request_too_large")
-                if not message.get("more_body"):
-                    break
+                return await _answer(scope, send, too_large(limit))
+            return await self.app(scope, receive, send)
+        received, over, started = 0, False, False
 
-            async def replay():
-                return read.pop(0) if read else await receive()
+        async def counted():
+            nonlocal received, over
+            message = await receive()
+            if message["type"] == "http.request":
+                received += len(message.get("body", b""))
+                if received > limit:
+                    over = True
+                    return {"type": "http.disconnect"}
+            return message
 
-            return await self.app(scope, replay, send)
-        return await self.app(scope, receive, send)
+        async def watched(message):
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        await self.app(scope, counted, watched)
+        if over and not started:
+            await _answer(scope, send, too_large(limit))
 
 
 def _path_info(scope) -> str:
@@ -165,13 +173,21 @@ def _path_info(scope) -> str:
     return path[len(root) :] if root and path.startswith(root) else path
 
 
-async def _answer(send, status: int, message: str, code: str) -> None:
-    body = error_response(status, message, code).content
+async def _answer(scope, send, message: str) -> None:
+    """413 in the API's error shape, with a request id as every response has, and the connection
+    closed after it (else the server would go on receiving the body it refused)."""
+    request_id = new_request_id(dict(scope.get("headers", [])).get(b"x-request-id", b"").decode("latin-1"))
+    body = error_response(413, message, "request_too_large").content
     await send(
         {
             "type": "http.response.start",
-            "status": status,
-            "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())],
+            "status": 413,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(body)).encode()),
+                (b"x-request-id", request_id.encode()),
+                (b"connection", b"close"),
+            ],
         }
     )
     await send({"type": "http.response.body", "body": body})

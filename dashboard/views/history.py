@@ -121,8 +121,8 @@ def row_audio(event: UsageEvent, job: Job | None, in_cache: set[str] | None) -> 
             if in_cache is None:
                 return RowAudio(note="The audio cache cannot be reached just now.")
             return RowAudio(note="Expired from the audio cache.")
-        if event.cached:
-            return RowAudio(note="Shared the generation of an identical request made at the same time: see its row.")
+        if event.cached:  # a shared generation, or a cache hit recorded before hits kept their entry's key
+            return RowAudio(note="Not recorded: this row does not say which audio it was served.")
         return RowAudio(note="None: no job is recorded for this request.")
     if job is None:
         return RowAudio(

@@ -5,8 +5,10 @@ request as curl or Python code."""
 
 from __future__ import annotations
 
+import logging
 import secrets
 
+import redis
 from django.http import HttpResponse, JsonResponse
 from django.views.decorators.http import require_POST
 
@@ -23,6 +25,8 @@ from tts_saas.redis import get_redis
 
 from ..access import member_required, page, require_active
 from ..throttles import by_user, throttled
+
+logger = logging.getLogger(__name__)
 
 
 @member_required
@@ -83,18 +87,24 @@ def playground_encode(request):
     offered = download_formats(limits_for(org).allowed_formats)
     if name not in offered:
         return error_response(400, f"format must be one of {', '.join(offered)}.", "invalid_format", "format")
-    pcm = request.read(MAX_ENCODE_BYTES + 1)
-    if len(pcm) > MAX_ENCODE_BYTES or len(pcm) % 2:
-        return error_response(400, f"Send at most {MAX_ENCODE_SECONDS} s of 16-bit PCM.", "invalid_audio")
     lock, token = f"tts:playground-encode:{org.pk}", secrets.token_hex(8)
     if not get_redis().set(lock, token, nx=True, ex=ENCODING_LOCK_SECONDS):
         return error_response(
-            429, "Another download of your organization is being encoded: try again in a moment.", "encoding_busy"
+            429,
+            "Another download of your organization is being encoded: try again in a moment.",
+            "encoding_busy",
+            headers={"Retry-After": "5"},
         )
     try:
+        pcm = request.read(MAX_ENCODE_BYTES + 1)  # read under the lock: one such body in memory at a time
+        if len(pcm) > MAX_ENCODE_BYTES or len(pcm) % 2:
+            return error_response(400, f"Send at most {MAX_ENCODE_SECONDS} s of 16-bit PCM.", "invalid_audio")
         body = audio.encode(pcm, name)
     finally:
-        get_redis().eval(RELEASE, 1, lock, token)
+        try:
+            get_redis().eval(RELEASE, 1, lock, token)
+        except redis.RedisError:  # it expires by itself; the download is not lost for it
+            logger.warning("could not release the playground's encoding lock", exc_info=True)
     spec = audio.output_format(name)
     response = HttpResponse(body, content_type=spec.content_type)
     response["Content-Disposition"] = f'attachment; filename="speech.{spec.extension}"'

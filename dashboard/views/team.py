@@ -131,10 +131,12 @@ def resend_invitation(request, invitation_id: int):
     except Invitation.DoesNotExist:
         raise Http404 from None
     except actions.MailNotSent:  # rolled back: the invitation and its link are as they were
-        messages.info(
+        still = Invitation.objects.filter(pk=invitation_id, organization=request.membership.organization).first()
+        link = "the earlier link still works" if still is not None and still.is_open else "its link stays expired"
+        messages.error(
             request,
-            "The invitation could not be e-mailed again (the mail server did not take it): nothing changed, "
-            "the earlier link still works. Try again later.",
+            f"The invitation could not be e-mailed again (the mail server did not take it): nothing changed, "
+            f"{link}. Try again later.",
         )
         return redirect("dashboard:members")
     until = f"{invitation.created_at + Invitation.VALID_FOR:%Y-%m-%d %H:%M} UTC"
