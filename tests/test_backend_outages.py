@@ -12,7 +12,9 @@ from urllib.parse import urlsplit
 
 import httpx
 import pytest
+import redis
 from django.conf import settings
+from kombu import Connection
 
 from tests import stack
 from tests.faults import TcpGate
@@ -77,8 +79,8 @@ def test_a_redis_restart_gives_503_with_retry_after_and_the_service_recovers_by_
     gate = TcpGate(real.port)
     gated = f"redis://127.0.0.1:{gate.port}{real.path}"
     # The cut comes as the first job's task finishes: in about one run in five that is the moment
-    # kombu fails to close the dead connection (tts_saas.celery.Consumer), and the worker must
-    # still take jobs again.
+    # kombu fails to close the dead connection (tts_saas.celery.Consumer) or to acknowledge the
+    # task (tts_saas.celery's _connparams), and the worker must still take jobs again.
     run_outage(tmp_path, gate, stack.stack_env(gated), direct, owner.key)
 
 
@@ -92,3 +94,24 @@ def test_a_postgresql_restart_gives_503_with_retry_after_and_the_service_recover
     gate = TcpGate(database.port)
     gated = database._replace(netloc=f"{database.username}@127.0.0.1:{gate.port}").geturl()
     run_outage(tmp_path, gate, stack.stack_env(url, DATABASE_URL=gated), direct, owner.key)
+
+
+def test_a_closed_broker_connection_is_a_connection_error_not_an_attribute_error(redis_client):
+    """What kombu's Redis channel raises when it needs a client after the consumer collected the
+    broken connection (the transport's client cleared, or the transport gone): one of the
+    transport's connection errors, which Celery handles (an ack then fails as a logged error and
+    the consumer reconnects), not AttributeError."""
+    connection = Connection(settings.CELERY_BROKER_URL)
+    channel = connection.default_channel
+    transport = channel.connection
+    try:
+        transport.client = None  # as kombu's Connection.collect leaves a channel still in use
+        with pytest.raises(connection.connection_errors) as raised:
+            channel._connparams()
+        assert isinstance(raised.value, redis.exceptions.ConnectionError)
+        channel.connection = None
+        with pytest.raises(redis.exceptions.ConnectionError):
+            channel._connparams()
+    finally:
+        channel.connection, transport.client = transport, connection
+        connection.release()

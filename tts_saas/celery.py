@@ -6,8 +6,10 @@ from __future__ import annotations
 import logging
 import os
 
+import redis
 from celery import Celery
 from celery.worker.consumer import Consumer as CeleryConsumer
+from kombu.transport import redis as kombu_redis
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tts_saas.settings")
 
@@ -37,3 +39,27 @@ class Consumer(CeleryConsumer):
                 "closing the broken broker connection failed inside kombu; reconnecting anyway", exc_info=True
             )
             self.connection = None
+
+
+def _connparams_of_a_live_connection(original):
+    """kombu's Redis channel asks its transport's client for the broker's address whenever it
+    needs a new Redis client. Once the consumer has collected a broken connection that client (or
+    the transport) is None, and the question fails with AttributeError, which nothing in Celery
+    expects: an ack of a task that finished as Redis went away then left the worker consuming
+    nothing while it lived on (tests/test_backend_outages.py, about one Redis restart in five). As
+    a redis ConnectionError (one of the transport's connection errors) Celery handles it as it
+    handles the outage itself: the ack is logged as failed (the message is delivered again after
+    the visibility timeout, and the synthesis task does nothing for a job that has ended) and the
+    consumer reconnects."""
+
+    def _connparams(self, asynchronous=False):
+        if self.connection is None or self.connection.client is None:
+            raise redis.exceptions.ConnectionError("the broker connection was closed")
+        return original(self, asynchronous)
+
+    return _connparams
+
+
+kombu_redis.Channel._connparams = _connparams_of_a_live_connection(  # type: ignore[method-assign]
+    kombu_redis.Channel._connparams
+)
