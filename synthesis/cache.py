@@ -130,6 +130,23 @@ async def aget(key: str) -> Entry | None:
     return await aget_first([key])
 
 
+def peek(key: str) -> Entry | None:
+    """The entry at `key`, if cached, read without counting a hit or a miss (for pages that show
+    what is cached, not for serving a request)."""
+    value = get_redis().get(key)
+    return None if value is None else replace(unpack(value), key=key)
+
+
+def present(keys: list[str]) -> set[str]:
+    """Which of `keys` are cached (one round trip), without reading or counting them."""
+    if not keys:
+        return set()
+    pipe = get_redis().pipeline(transaction=False)
+    for key in keys:
+        pipe.exists(key)
+    return {key for key, found in zip(keys, pipe.execute(), strict=True) if found}
+
+
 def stats() -> dict[str, int]:
     raw = get_redis().hgetall(STATS)
     values = {k.decode(): int(v) for k, v in raw.items()}

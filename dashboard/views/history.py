@@ -27,7 +27,6 @@ from billing.models import UsageEvent
 from synthesis import cache
 from synthesis.audio import encode, output_format, wav_header
 from synthesis.models import Job
-from tts_saas.redis import get_redis
 
 from ..access import member_required, page
 from .usage import NO_KEY
@@ -102,13 +101,8 @@ def kept_for(seconds: int) -> str:
 
 def cached_keys(keys: list[str]) -> set[str] | None:
     """Which of the audio cache's `keys` are still there (one round trip); None if Redis is down."""
-    if not keys:
-        return set()
     try:
-        pipe = get_redis().pipeline(transaction=False)
-        for key in keys:
-            pipe.exists(key)
-        return {key for key, found in zip(keys, pipe.execute(), strict=True) if found}
+        return cache.present(keys)
     except redis.RedisError:
         return None
 
@@ -199,10 +193,10 @@ def cached_pcm(key: str) -> bytes | None:
     if not key:
         return None
     try:
-        value = get_redis().get(key)
+        entry = cache.peek(key)
     except redis.RedisError:
         return None
-    return None if value is None else cache.unpack(value).pcm16
+    return None if entry is None else entry.pcm16
 
 
 @member_required
