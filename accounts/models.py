@@ -185,7 +185,12 @@ class Invitation(models.Model):
 
     @property
     def is_open(self) -> bool:
-        return self.accepted_at is None and timezone.now() - self.created_at < self.VALID_FOR
+        return self.accepted_at is None and timezone.now() < self.expires_at
+
+    @property
+    def expires_at(self):
+        """When its link stops working (created_at is reset when it is resent)."""
+        return self.created_at + self.VALID_FOR
 
     def accept(self, user) -> Membership:
         membership, _ = Membership.objects.get_or_create(

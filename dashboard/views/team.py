@@ -71,7 +71,6 @@ def members(request):
     ]
     for invitation in pending:
         invitation.url = _accept_url(request, invitation.token)
-        invitation.expires_at = invitation.created_at + Invitation.VALID_FOR
     return page(
         request,
         "members.html",
@@ -139,7 +138,7 @@ def resend_invitation(request, invitation_id: int):
             f"{link}. Try again later.",
         )
         return redirect("dashboard:members")
-    until = f"{invitation.created_at + Invitation.VALID_FOR:%Y-%m-%d %H:%M} UTC"
+    until = f"{invitation.expires_at:%Y-%m-%d %H:%M} UTC"
     if _delivers_nothing():
         messages.info(
             request,
