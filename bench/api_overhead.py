@@ -26,13 +26,15 @@ def main() -> None:
     import numpy as np
     from django.conf import settings
 
-    from inference.chattts_engine import ChatTTSEngine
-    from inference.engine import SynthesisParams, SynthesisRequest
-    from inference.text import SAMPLE_RATE, TOKENS_PER_SECOND, prepare, token_budget
-    from inference.voices import VOICES
+    from inference.chattts.engine import ChatTTSEngine
+    from inference.chattts.params import TOKENS_PER_SECOND, ChatTTSParams, token_budget
+    from inference.chattts.spec import SPEC as CHATTTS
+    from inference.chattts.voices import VOICES
+    from inference.engine import SynthesisRequest
+    from inference.spec import SAMPLE_RATE
 
     model_dir = checkpoint(args.size)
-    prepared = prepare(TEXT)
+    prepared = CHATTTS.prepare(TEXT)
     budget = [token_budget(s) for s in prepared.segments]
     print(f"checkpoint: {args.size} (random weights: noise), text: {TEXT!r}, token budget: {budget}")
 
@@ -43,7 +45,7 @@ def main() -> None:
 
     def direct(seed: int) -> tuple[float, float]:
         # The same work the worker does for a speech request: ChatTTS's streaming generation.
-        params = SynthesisParams(voice_seed=VOICES["alloy"].seed, seed=seed)
+        params = ChatTTSParams(voice_seed=VOICES["alloy"].seed, seed=seed)
         started = time.perf_counter()
         pieces = list(engine.stream(SynthesisRequest(prepared.segments, params, budget), chunk_tokens=chunk_tokens))
         elapsed = time.perf_counter() - started

@@ -37,7 +37,7 @@ def checkpoint(size: str) -> str:
     path = ROOT / "var" / "checkpoints" / size
     if not (path / "checkpoint.json").exists():
         print(f"making the {size} random checkpoint in {path} …", flush=True)
-        from inference.checkpoint import make_checkpoint
+        from inference.chattts.checkpoint import make_checkpoint
 
         make_checkpoint(size, path)
     return str(path)

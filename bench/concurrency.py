@@ -31,13 +31,14 @@ def main() -> None:
     import httpx
 
     from inference.batch import BatchRow
-    from inference.chattts_engine import ChatTTSEngine
-    from inference.engine import SynthesisParams
-    from inference.text import SAMPLE_RATE, SAMPLES_PER_TOKEN, prepare, token_budget
-    from inference.voices import VOICES as VOICE_SEEDS
+    from inference.chattts.engine import ChatTTSEngine
+    from inference.chattts.params import SAMPLES_PER_TOKEN, ChatTTSParams, token_budget
+    from inference.chattts.spec import SPEC as CHATTTS
+    from inference.chattts.voices import VOICES as VOICE_SEEDS
+    from inference.spec import SAMPLE_RATE
 
     model_dir = checkpoint(args.size)
-    (segment,) = prepare(TEXT).segments
+    (segment,) = CHATTTS.prepare(TEXT).segments
     budget = token_budget(segment)
     most = max(args.clients)
 
@@ -46,7 +47,7 @@ def main() -> None:
             BatchRow(
                 key=str(i),
                 text=segment,
-                params=SynthesisParams(voice_seed=VOICE_SEEDS[VOICES[i % len(VOICES)]].seed, seed=base_seed + i),
+                params=ChatTTSParams(voice_seed=VOICE_SEEDS[VOICES[i % len(VOICES)]].seed, seed=base_seed + i),
                 max_tokens=budget,
             )
             for i in range(n)

@@ -35,11 +35,11 @@ TEXTS = [
 
 def rows_for(n: int, tokens: int, seed_offset: int = 0):
     from inference.batch import BatchRow
-    from inference.engine import SynthesisParams
-    from inference.voices import VOICES
+    from inference.chattts.params import ChatTTSParams
+    from inference.chattts.voices import VOICES
 
     voices = [v.seed for v in VOICES.values()]
-    params = [SynthesisParams(voice_seed=voices[i], seed=100 + i + seed_offset) for i in range(n)]
+    params = [ChatTTSParams(voice_seed=voices[i], seed=100 + i + seed_offset) for i in range(n)]
     return [BatchRow(f"r{i}", TEXTS[i % len(TEXTS)], params[i], tokens) for i in range(n)]
 
 
@@ -87,7 +87,7 @@ def agreement(ids_a: dict, ids_b: dict) -> tuple[float, int]:
 
 def old_stream_first_chunk(engine, row) -> float:
     """The previous engine's stream: ChatTTS's infer(stream=True), chunks of 24 tokens, no skip."""
-    from inference.text import SAMPLES_PER_TOKEN
+    from inference.chattts.params import SAMPLES_PER_TOKEN
 
     code, refine = engine._params(row.params, row.max_tokens)
     code.stream_batch, code.stream_speed, code.pass_first_n_batches = 24, 24 * SAMPLES_PER_TOKEN, 0
@@ -113,8 +113,8 @@ def forced_run(engine, rows, ids: dict[str, np.ndarray]):
     samples on that prefix, and the audio decoded (Decoder) from its own hidden states."""
     import torch
 
-    from inference import generation
-    from inference.generation import RowPlan
+    from inference.chattts import generation
+    from inference.chattts.generation import RowPlan
 
     emb, mask = engine._prompts(rows)
     plans = [
@@ -151,9 +151,10 @@ def main() -> None:
     if args.threads:
         torch.set_num_threads(args.threads)
 
-    from inference.chattts_engine import ChatTTSEngine
+    from inference.chattts.engine import ChatTTSEngine
+    from inference.chattts.params import SAMPLES_PER_TOKEN
     from inference.engine import SynthesisRequest
-    from inference.text import SAMPLE_RATE, SAMPLES_PER_TOKEN
+    from inference.spec import SAMPLE_RATE
 
     model_dir = checkpoint(args.size)
     tokens, runs = args.tokens, args.runs

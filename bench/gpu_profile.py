@@ -16,10 +16,10 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from inference.batch import BatchRow  # noqa: E402
-from inference.chattts_engine import ChatTTSEngine  # noqa: E402
-from inference.checkpoint import make_checkpoint  # noqa: E402
-from inference.engine import SynthesisParams  # noqa: E402
-from inference.text import prepare  # noqa: E402
+from inference.chattts.checkpoint import make_checkpoint  # noqa: E402
+from inference.chattts.engine import ChatTTSEngine  # noqa: E402
+from inference.chattts.params import ChatTTSParams  # noqa: E402
+from inference.chattts.spec import SPEC as CHATTTS  # noqa: E402
 
 TEXT = "Hello there, my old friend."
 
@@ -46,8 +46,8 @@ def main() -> None:
     args = parser.parse_args()
     if not (Path(args.checkpoint) / "checkpoint.json").exists():
         make_checkpoint("full", args.checkpoint)
-    (segment,) = prepare(TEXT).segments
-    rows = [BatchRow("a", segment, SynthesisParams(voice_seed=1, seed=100), args.tokens)]
+    (segment,) = CHATTTS.prepare(TEXT).segments
+    rows = [BatchRow("a", segment, ChatTTSParams(voice_seed=1, seed=100), args.tokens)]
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if args.device == "cuda" else [])
     for precision in args.precisions:
         engine = ChatTTSEngine.load(args.checkpoint, device=args.device, fixed_length=True, precision=precision)

@@ -18,11 +18,12 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from inference.batch import BatchRow  # noqa: E402
-from inference.chattts_engine import ChatTTSEngine  # noqa: E402
-from inference.checkpoint import make_checkpoint  # noqa: E402
+from inference.chattts.checkpoint import make_checkpoint  # noqa: E402
+from inference.chattts.engine import ChatTTSEngine  # noqa: E402
+from inference.chattts.params import ChatTTSParams, token_budget  # noqa: E402
+from inference.chattts.spec import SPEC as CHATTTS  # noqa: E402
 from inference.device import device_stats  # noqa: E402
-from inference.engine import SynthesisParams  # noqa: E402
-from inference.text import SAMPLE_RATE, prepare, token_budget  # noqa: E402
+from inference.spec import SAMPLE_RATE  # noqa: E402
 
 TEXT = "Hello there, my old friend."  # 215 tokens at fixed length: 4.6 s of audio
 
@@ -60,7 +61,7 @@ def main() -> None:
     began = time.monotonic()
     if not (Path(args.checkpoint) / "checkpoint.json").exists():
         make_checkpoint("full", args.checkpoint)
-    (segment,) = prepare(TEXT).segments
+    (segment,) = CHATTTS.prepare(TEXT).segments
     budget = token_budget(segment)
     print(f"device {args.device}; {budget} tokens per row ({budget * 512 / SAMPLE_RATE:.2f} s of audio)", flush=True)
     per_precision = args.budget / len(args.precisions)
@@ -82,9 +83,7 @@ def sweep(args, precision: str, segment: str, budget: int, began: float, per_pre
         f"{precision}: loaded and warmed up in {time.monotonic() - started:.1f} s ({engine.model_version})", flush=True
     )
     for n in args.batches:
-        rows = [
-            BatchRow(str(i), segment, SynthesisParams(voice_seed=1 + i % 8, seed=100 + i), budget) for i in range(n)
-        ]
+        rows = [BatchRow(str(i), segment, ChatTTSParams(voice_seed=1 + i % 8, seed=100 + i), budget) for i in range(n)]
         if engine.device.type == "cuda":
             torch.cuda.reset_peak_memory_stats(engine.device)
         clock = Clock()

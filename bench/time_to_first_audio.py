@@ -24,27 +24,28 @@ def main() -> None:
     import httpx
     import websockets
 
-    from inference.chattts_engine import ChatTTSEngine
-    from inference.engine import SynthesisParams, SynthesisRequest
-    from inference.text import prepare
-    from inference.voices import VOICES
+    from inference.chattts.engine import ChatTTSEngine
+    from inference.chattts.params import ChatTTSParams
+    from inference.chattts.spec import SPEC as CHATTTS
+    from inference.chattts.voices import VOICES
+    from inference.engine import SynthesisRequest
 
     model_dir = checkpoint(args.size)
-    segments = prepare(TEXT).segments
+    segments = CHATTTS.prepare(TEXT).segments
     engine = ChatTTSEngine.load(model_dir, device="cpu", fixed_length=True)
     engine.warm_up()
     voice = VOICES["alloy"].seed
 
     def engine_first(seed: int) -> float:
         started = time.perf_counter()
-        chunks = engine.stream(SynthesisRequest(segments, SynthesisParams(voice_seed=voice, seed=seed)))
+        chunks = engine.stream(SynthesisRequest(segments, ChatTTSParams(voice_seed=voice, seed=seed)))
         next(chunks)
         elapsed = time.perf_counter() - started
         chunks.close()
         return elapsed
 
     def chattts_defaults_first(seed: int) -> float:
-        code, refine = engine._params(SynthesisParams(voice_seed=voice, seed=seed), 400)
+        code, refine = engine._params(ChatTTSParams(voice_seed=voice, seed=seed), 400)
         code.stream_batch, code.stream_speed, code.pass_first_n_batches = 24, 12000, 2  # ChatTTS's defaults
         started = time.perf_counter()
         gen = engine.chat.infer(

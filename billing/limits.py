@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, field
 
 from accounts.models import Organization
 
@@ -28,6 +29,14 @@ class Limits:
     max_job_chars: int = 20_000  # input of one asynchronous job
     max_custom_voices: int = 3
     max_lexicon_entries: int = 100
+    allowed_models: tuple[str, ...] = ()  # empty: every model served
+    model_weights: dict[str, float] = field(default_factory=dict, hash=False, compare=False)
+
+    def billed_characters(self, model: str, characters: int) -> int:
+        """The characters a request of `characters` on `model` is billed: the plan's weight for the
+        model (1 when it names none), rounded up, so a non-empty request is never free."""
+        weight = float(self.model_weights.get(model, 1.0))
+        return math.ceil(characters * weight - 1e-9) if characters else 0
 
 
 def subscription_for(org: Organization) -> Subscription:
@@ -65,4 +74,6 @@ def limits_for(org: Organization) -> Limits:
         max_job_chars=max(plan.max_job_chars, pick("max_input_chars")),
         max_custom_voices=plan.max_custom_voices,
         max_lexicon_entries=plan.max_lexicon_entries,
+        allowed_models=tuple(plan.allowed_models),
+        model_weights=dict(plan.model_weights or {}),
     )

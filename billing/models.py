@@ -32,6 +32,14 @@ class Plan(models.Model):
         default=list, blank=True, help_text="codecs (mp3, opus, aac, flac, wav, pcm, ulaw, alaw); empty: every format"
     )
     allowed_voices = models.JSONField(default=list, blank=True, help_text="empty: every voice")
+    allowed_models = models.JSONField(
+        default=list, blank=True, help_text="model ids (chattts, kokoro); empty: every model the deployment serves"
+    )
+    model_weights = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text='characters billed per character of input, by model, e.g. {"kokoro": 0.5}; a model not named: 1',
+    )
     # Celery priority on the tts queue: 0 is served first (paid plans), 9 last.
     queue_priority = models.PositiveSmallIntegerField(default=6)
     is_default = models.BooleanField(default=False, help_text="the plan of new organizations")

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+# Characters billed per character of input, by model: Kokoro (82 M parameters) costs a fraction of
+# ChatTTS to run, as other speech APIs bill their lighter models at a fraction.
+MODEL_WEIGHTS = {"chattts": 1.0, "kokoro": 0.5}
+
 DEFAULT_PLANS = [
     {
         "slug": "free",
@@ -14,6 +18,7 @@ DEFAULT_PLANS = [
         "max_custom_voices": 3,
         "max_lexicon_entries": 100,
         "queue_priority": 6,
+        "model_weights": MODEL_WEIGHTS,
         "is_default": True,
         "monthly_price_cents": 0,
     },
@@ -28,6 +33,7 @@ DEFAULT_PLANS = [
         "max_custom_voices": 30,
         "max_lexicon_entries": 2_000,
         "queue_priority": 3,
+        "model_weights": MODEL_WEIGHTS,
         "is_default": False,
         "monthly_price_cents": 2_200,
         "overage_cents_per_1k": 3,  # $30 per million characters beyond the 500,000 included
@@ -43,6 +49,7 @@ DEFAULT_PLANS = [
         "max_custom_voices": 300,
         "max_lexicon_entries": 20_000,
         "queue_priority": 0,
+        "model_weights": MODEL_WEIGHTS,
         "is_default": False,
         "monthly_price_cents": 33_000,
         "overage_cents_per_1k": 2,
@@ -79,3 +86,9 @@ def add_library_limits(plan_model) -> None:
         for name, default in defaults.items():
             if name in spec:
                 plan_model.objects.filter(slug=spec["slug"], **{name: default}).update(**{name: spec[name]})
+
+
+def add_model_weights(plan_model) -> None:
+    """Give the seeded plans their models' price weights where an operator has set none."""
+    for spec in DEFAULT_PLANS:
+        plan_model.objects.filter(slug=spec["slug"], model_weights={}).update(model_weights=spec["model_weights"])

@@ -1,19 +1,23 @@
-"""The engine interface the worker drives: a request in, float32 mono 24 kHz audio out.
+"""The engine interface the worker drives: rows in, float32 mono 24 kHz audio out.
 
-A request is a list of segments. The ChatTTS engine runs segments as rows of left-padded batches
-(`inference.batch`), and rows of different requests, with different parameters, may share a batch.
-`SynthesisParams` is frozen and hashable.
+Every engine runs segments (sentences) as rows of batches (`inference.batch`); rows of different
+requests, with different parameters, share a batch. A row's parameters are the engine's own frozen,
+hashable dataclass (`EngineSpec.params`), built in the web process from the request and read back
+by the worker from the job. A single request (`SynthesisRequest`) runs on the same batch path.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
-from .text import SAMPLE_RATE
+from .spec import SAMPLE_RATE, EngineSpec
+
+if TYPE_CHECKING:
+    from .batch import BatchRow, BatchSink
 
 # Joining segments: a short pause between sentences, with fades so the cuts do not click.
 PAUSE_SECONDS = 0.12
@@ -25,31 +29,54 @@ class ModelUnavailable(RuntimeError):
 
 
 @dataclass(frozen=True)
-class SynthesisParams:
-    voice_seed: int  # the named voice's speaker seed
-    seed: int  # sampling seed: same text + voice + seed gives the same audio
-    temperature: float = 0.3
-    top_p: float = 0.7
-    top_k: int = 20
-    speed: int = 5  # ChatTTS [speed_N], 0..9
-    refine_text: bool = False
-    refine_prompt: str = ""
-    use_decoder: bool = True
-    speaker: str = ""  # a ChatTTS speaker embedding string (an organization's voice); else voice_seed's
-    sample: str = ""  # a recording's codes (ChatTTS `spk_smp`): the voice is the recording's speaker
-    sample_text: str = ""  # what the recording says, spelled out (ChatTTS `txt_smp`)
+class EngineOptions:
+    """How a worker loads its engine (from the worker's settings)."""
+
+    model_dir: str = ""  # a local directory in the engine's official layout; empty: its own download
+    device: str = ""  # "" = cuda when present
+    hf_cache_dir: str = ""
+    fixed_length: bool = False  # benchmarks: every row runs to its budget
+    precision: str = "auto"
+    threads: int | None = None  # torch intra-op threads (0: auto)
 
 
 @dataclass
 class SynthesisRequest:
     segments: list[str]  # normalised text, already split into generations
-    params: SynthesisParams
-    max_tokens: list[int] = field(default_factory=list)  # per segment
+    params: Any  # the engine's parameters (ChatTTSParams, KokoroParams)
+    max_tokens: list[int] = field(default_factory=list)  # per segment (ChatTTS's token budgets)
 
 
 class Engine(Protocol):
+    """What the worker drives. Each engine package's `engine` module has one class with a `load`
+    classmethod taking `EngineOptions`."""
+
+    spec: EngineSpec
     sample_rate: int
-    model_version: str
+    model_version: str  # the weights, the code that runs them and the text preparation: part of cache keys
+    random_weights: bool
+    device: Any
+
+    def read(self, segment: str) -> str:
+        """What the model reads for a segment as sent (numbers spelled out...); raises TextError."""
+
+    def row_budget(self, text: str, params: Any) -> int:
+        """The most units (tokens, frames) a row of `text` may generate."""
+
+    def voice_problem(self, params: Any) -> str | None:
+        """Why this model cannot use the row's voice (an embedding of another model), or None."""
+
+    def generate_batch(
+        self,
+        rows: list[BatchRow],
+        sink: BatchSink,
+        chunk_tokens: int = 24,
+        more: Callable[[int], list[BatchRow]] | None = None,
+    ) -> None:
+        """Run `rows` to their end, each row's audio and end reported to `sink` as they happen;
+        `more(live)` between steps returns rows that join (continuous batching)."""
+
+    def warm_up(self) -> None: ...
 
     def synthesize(
         self,

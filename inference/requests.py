@@ -4,7 +4,7 @@
 it ends; `stream` runs the first segment alone (its first chunk comes soonest) and the others in
 batches of MAX_BATCH, a later segment's chunks held until the segments before it are done. Both
 put a pause between segments, report `on_segment(n)` when n segments are done, and end early when
-`should_stop()` says so. No torch here: the engine's `run_rows` does the work.
+`should_stop()` says so. No torch here: the engine's `run_rows` does the work, in any engine.
 """
 
 from __future__ import annotations
@@ -15,11 +15,11 @@ import numpy as np
 
 from .batch import BatchRow, Event, in_order
 from .engine import SynthesisRequest, pause
-from .text import token_budget
 
 MAX_BATCH = 4  # a request's segments per batch
 
 RunRows = Callable[[list[BatchRow], Callable[[str], bool], int], Iterator[Event]]
+Budget = Callable[[str], int]  # a segment's most units (the engine's `row_budget`)
 
 
 class _Stop:
@@ -35,9 +35,9 @@ class _Stop:
         return self.stopped
 
 
-def request_rows(request: SynthesisRequest) -> list[BatchRow]:
-    """The request's segments as rows keyed by their index, each with its own token budget."""
-    budgets = request.max_tokens or [token_budget(s) for s in request.segments]
+def request_rows(request: SynthesisRequest, budget: Budget) -> list[BatchRow]:
+    """The request's segments as rows keyed by their index, each with its own budget."""
+    budgets = request.max_tokens or [budget(s) for s in request.segments]
     return [
         BatchRow(key=str(i), text=text, params=request.params, max_tokens=budget)
         for i, (text, budget) in enumerate(zip(request.segments, budgets, strict=True))
@@ -46,11 +46,12 @@ def request_rows(request: SynthesisRequest) -> list[BatchRow]:
 
 def synthesize(
     run_rows: RunRows,
+    budget: Budget,
     request: SynthesisRequest,
     should_stop: Callable[[], bool] | None = None,
     on_segment: Callable[[int], None] | None = None,
 ) -> Iterator[np.ndarray]:
-    rows = request_rows(request)
+    rows = request_rows(request, budget)
     stop = _Stop(should_stop)
     for start in range(0, len(rows), MAX_BATCH):
         group = rows[start : start + MAX_BATCH]
@@ -74,12 +75,13 @@ def synthesize(
 
 def stream(
     run_rows: RunRows,
+    budget: Budget,
     request: SynthesisRequest,
     should_stop: Callable[[], bool] | None = None,
     chunk_tokens: int = 24,
     on_segment: Callable[[int], None] | None = None,
 ) -> Iterator[np.ndarray]:
-    rows = request_rows(request)
+    rows = request_rows(request, budget)
     stop = _Stop(should_stop)
     groups = [(0, rows[:1])] + [(s, rows[s : s + MAX_BATCH]) for s in range(1, len(rows), MAX_BATCH)]
     for start, group in groups:

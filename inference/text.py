@@ -1,42 +1,31 @@
-"""Text preparation before ChatTTS: control tags, sentence splitting, normalisation, token budgets.
+"""Text preparation every engine shares: control tags, languages, sentence splitting, spelling out.
 
-Two steps, in two places. `prepare` (the web process, on every request) validates the control
-tags and splits the text at sentence boundaries into segments — rather than ChatTTS's own
-`split_text`, which mutates the caller's parameters and changes later calls. `normalize_segment`
-(the synthesis worker, per segment) spells out numbers, dates, currencies and symbols with
-WeTextProcessing's Chinese and English grammars, since ChatTTS silently deletes what it cannot
-pronounce ("价格是100元" becomes "价格是元"). The grammars take ~2 s and ~90 MB to load, once per
-process: only the workers load them, so a web process stays small.
+Two steps, in two places. `prepare` (the web process, on every request) validates the text for the
+model it goes to — its inline tags, its languages — and splits it at sentence boundaries into
+segments (rather than ChatTTS's own `split_text`, which mutates the caller's parameters).
+`normalize` (the synthesis worker, per segment) spells out numbers, dates, currencies and symbols
+with WeTextProcessing's Chinese and English grammars, since ChatTTS silently deletes what it cannot
+pronounce ("价格是100元" becomes "价格是元") and Kokoro should read them the same way. The grammars
+take ~2 s and ~90 MB to load, once per process: only the workers load them.
 """
 
 from __future__ import annotations
 
 import functools
 import importlib.metadata
-import math
 import re
 import threading
 import unicodedata
 from dataclasses import dataclass
 
-SAMPLE_RATE = 24000
-SAMPLES_PER_TOKEN = 512
-TOKENS_PER_SECOND = SAMPLE_RATE / SAMPLES_PER_TOKEN  # 46.875
-
-# Inline control tags users may write in `input` (ChatTTS's tokenizer knows them).
-INLINE_TAGS = frozenset(
-    ["[uv_break]", "[v_break]", "[lbreak]", "[llbreak]", "[laugh]"]
-    + [f"[break_{i}]" for i in range(8)]
-    + [f"[laugh_{i}]" for i in range(3)]
-    + [f"[oral_{i}]" for i in range(10)]
-)
-# Tags that steer text refinement (`refine_prompt`).
-REFINE_TAG = re.compile(r"^(\[(oral_\d|laugh_[0-2]|break_[0-7])\])+$")
-# Anything written like a tag: a bracketed word. ChatTTS's tokenizer knows more special tokens
-# than INLINE_TAGS ([Stts], [Ptts], [spk_emb], [Sbreak], ...): they steer the model and must never
-# come from a user, so every tag-like word not exactly (case and all) in INLINE_TAGS is refused.
-# "[1]" or "[see below]" are not tags and stay text.
-TAG = re.compile(r"\[[A-Za-z][A-Za-z0-9_-]*\]")
+# Anything written like a tag: a bracketed word. An engine names the inline tags it takes
+# (`EngineSpec.inline_tags`); ChatTTS's tokenizer knows more special tokens than those ([Stts],
+# [Ptts], [spk_emb], ...): they steer the model and must never come from a user, so every tag-like
+# word not exactly (case and all) one of the engine's is refused. "[1]" or "[see below]" are not
+# tags and stay text; neither is a phoneme link `[word](/phonemes/)` (`PHONEME_LINK`).
+TAG = re.compile(r"\[[A-Za-z][A-Za-z0-9_-]*\](?!\(/)")
+# misaki's way of giving a word's phonemes: `[Kokoro](/kˈOkəɹO/)` (engines with phoneme lexicons).
+PHONEME_LINK = re.compile(r"\[([^\[\]]{1,100})\]\(/([^/()]{1,200})/\)")
 CJK = re.compile(r"[\u3400-\u9fff]")
 # Sentence ends: Chinese ones always; Latin ones when followed by space or the end.
 SENTENCE_END = re.compile(r"(?<=[。！？；…!?;])|(?<=\.)(?=\s|$)|\n+")
@@ -60,17 +49,61 @@ def _folded(text: str) -> str:
     return "".join(ch for ch in unicodedata.normalize("NFKC", text) if unicodedata.category(ch) != "Cf")
 
 
-def unknown_tags(text: str) -> list[str]:
+def unknown_tags(text: str, allowed: frozenset[str]) -> list[str]:
     found = set(TAG.findall(text)) | set(TAG.findall(_folded(text)))
-    return sorted(t for t in found if t not in INLINE_TAGS)
+    return sorted(t for t in found if t not in allowed)
 
 
-def _refuse_unknown_tags(text: str) -> None:
-    bad = unknown_tags(text)
+def refuse_unknown_tags(text: str, allowed: frozenset[str], model: str) -> None:
+    bad = unknown_tags(text, allowed)
+    if bad and not allowed:
+        raise TextError(f"Inline tags ({', '.join(bad)}) are not supported by model '{model}'; remove them.")
     if bad:
         raise TextError(
-            f"Unknown control tag(s) {', '.join(bad)}; allowed (case-sensitive): {', '.join(sorted(INLINE_TAGS))}."
+            f"Unknown control tag(s) {', '.join(bad)}; allowed (case-sensitive): {', '.join(sorted(allowed))}."
         )
+
+
+# Scripts by the language they are written in: what `languages` tells apart (Latin is English here:
+# the engines speak no other Latin-script language).
+LANGUAGE_NAMES = {
+    "en": "English",
+    "zh": "Chinese",
+    "ja": "Japanese",
+    "ko": "Korean",
+    "ru": "Russian",
+    "ar": "Arabic",
+    "el": "Greek",
+    "he": "Hebrew",
+    "th": "Thai",
+    "hi": "Hindi",
+}
+_SCRIPTS = (
+    ("ja", re.compile(r"[\u3040-\u30ff\u31f0-\u31ff]")),  # kana (kanji alone read as Chinese)
+    ("ko", re.compile(r"[\u1100-\u11ff\uac00-\ud7af\u3130-\u318f]")),
+    ("ru", re.compile(r"[\u0400-\u04ff]")),
+    ("ar", re.compile(r"[\u0600-\u06ff\u0750-\u077f]")),
+    ("el", re.compile(r"[\u0370-\u03ff]")),
+    ("he", re.compile(r"[\u0590-\u05ff]")),
+    ("th", re.compile(r"[\u0e00-\u0e7f]")),
+    ("hi", re.compile(r"[\u0900-\u097f]")),
+    ("zh", re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")),
+    ("en", re.compile(r"[A-Za-z\u00c0-\u024f]")),
+)
+
+
+def languages(text: str) -> set[str]:
+    """The languages `text` is written in, by script (tags and phoneme links left out)."""
+    plain = PHONEME_LINK.sub(r"\1", TAG.sub("", text))
+    return {lang for lang, script in _SCRIPTS if script.search(plain)}
+
+
+def refuse_other_languages(text: str, spoken: tuple[str, ...], model: str) -> None:
+    other = sorted(languages(text) - set(spoken))
+    if other:
+        names = ", ".join(LANGUAGE_NAMES.get(x, x) for x in other)
+        can = " and ".join(LANGUAGE_NAMES.get(x, x) for x in spoken)
+        raise TextError(f"Model '{model}' speaks {can} (or both mixed); the input has {names}.")
 
 
 def normalizer_version() -> str:
@@ -129,13 +162,6 @@ def estimate_seconds(text: str) -> float:
     return cjk * SECONDS_PER_CJK_CHAR + max(other, 0) * SECONDS_PER_OTHER_CHAR
 
 
-def token_budget(segment: str, speed: float = 1.0) -> int:
-    """The most audio tokens one segment may generate: proportional to its text, so a runaway
-    generation (random weights rarely emit the end token) stops."""
-    seconds = 1.0 + 2.0 * estimate_seconds(segment) / max(speed, 0.25)
-    return max(24, math.ceil(seconds * TOKENS_PER_SECOND))
-
-
 def _hard_split(piece: str) -> list[str]:
     limit_chars = int(MAX_SEGMENT_SECONDS / (SECONDS_PER_CJK_CHAR if CJK.search(piece) else SECONDS_PER_OTHER_CHAR))
     words = piece.split(" ") if not CJK.search(piece) else list(piece)
@@ -177,52 +203,46 @@ def split_text(text: str) -> list[str]:
 @dataclass(frozen=True)
 class PreparedText:
     text: str  # as given, spaces tidied: what the cache key and identical-request sharing use
-    segments: tuple[str, ...]  # as given; the worker normalises each (`normalize_segment`)
-
-    @property
-    def max_audio_seconds(self) -> float:
-        """The most audio the segments may become (loads the normalisers)."""
-        return sum(segment_budget(s) for s in self.segments) * SAMPLES_PER_TOKEN / SAMPLE_RATE
+    segments: tuple[str, ...]  # as given; the worker's engine reads each (`Engine.read`)
 
 
-def _has_words(segment: str) -> bool:
+def has_words(segment: str) -> bool:
     return any(ch.isalnum() for ch in TAG.sub("", segment))
 
 
 MEMOISED_CHARS = 4096  # texts up to a speech request's size are memoised; a long job's are not kept
 
 
-def prepare(text: str) -> PreparedText:
-    """Validate `text` and split it into segments (cheap: no normalisation). Memoised up to
-    MEMOISED_CHARS: repeated texts (greetings, prompts: what the audio cache serves) come back
-    often, while a 200,000-character job's text would only fill the memory."""
-    return _prepare_memoised(text) if len(text) <= MEMOISED_CHARS else _prepare(text)
+def prepare(text: str, tags: frozenset[str], spoken: tuple[str, ...], model: str) -> PreparedText:
+    """Validate `text` for a model (its inline `tags`, the languages it has `spoken`) and split it
+    into segments (cheap: no normalisation). Memoised up to MEMOISED_CHARS: repeated texts
+    (greetings, prompts: what the audio cache serves) come back often, while a 200,000-character
+    job's text would only fill the memory."""
+    if len(text) <= MEMOISED_CHARS:
+        return _prepare_memoised(text, tags, spoken, model)
+    return _prepare(text, tags, spoken, model)
 
 
 @functools.lru_cache(maxsize=4096)
-def _prepare_memoised(text: str) -> PreparedText:
-    return _prepare(text)
+def _prepare_memoised(text: str, tags: frozenset[str], spoken: tuple[str, ...], model: str) -> PreparedText:
+    return _prepare(text, tags, spoken, model)
 
 
-def _prepare(text: str) -> PreparedText:
-    _refuse_unknown_tags(text)
+def _prepare(text: str, tags: frozenset[str], spoken: tuple[str, ...], model: str) -> PreparedText:
+    refuse_unknown_tags(text, tags, model)
+    refuse_other_languages(text, spoken, model)
     tidy = re.sub(r"[ \t]+", " ", text).strip()
-    segments = [s for s in split_text(tidy) if _has_words(s)]
+    segments = [s for s in split_text(tidy) if has_words(s)]
     if not segments:
         raise TextError("The input has nothing to say (only tags, spaces or symbols).")
     return PreparedText(text=tidy, segments=tuple(segments))
 
 
 @functools.lru_cache(maxsize=4096)
-def normalize_segment(segment: str) -> str:
+def normalize_segment(segment: str, tags: frozenset[str], model: str) -> str:
     """What the model reads for a segment: spelled out. Memoised (~20 ms a sentence)."""
     normalized = normalize(segment)
-    _refuse_unknown_tags(normalized)  # what reaches the model, whatever normalising made of the text
-    if not _has_words(normalized):
+    refuse_unknown_tags(normalized, tags, model)  # what reaches the model, whatever normalising made of the text
+    if not has_words(normalized):
         raise TextError("The input has nothing to say once spelled out (only tags, spaces or symbols).")
     return normalized
-
-
-def segment_budget(segment: str, speed: float = 1.0) -> int:
-    """The token budget of a prepared segment, from its spelled-out form ("1999" is four words)."""
-    return token_budget(normalize_segment(segment), speed)

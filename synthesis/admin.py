@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.contrib import admin
 
-from .models import Job
+from synthesis.models import Job
 
 
 @admin.register(Job)

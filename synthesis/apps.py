@@ -9,6 +9,6 @@ class SynthesisConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from .metrics import SynthesisCollector  # noqa: PLC0415  (it reads models: import once apps are loaded)
+        from synthesis.service.metrics import SynthesisCollector  # noqa: PLC0415  (it reads models: import once apps are loaded)
 
         REGISTRY.register(SynthesisCollector())

@@ -1,9 +1,7 @@
-"""Job: one synthesis request, from acceptance to audio (or failure). Lexicon: an organization's
-pronunciation entries."""
+"""Job: one synthesis request, from acceptance to audio (or failure)."""
 
 from __future__ import annotations
 
-import secrets
 import uuid
 
 from django.db import models
@@ -35,7 +33,7 @@ class Job(models.Model):
     input = models.TextField()
     segments = models.JSONField(default=list)  # what is spoken (lexicons applied), one entry per generation
     caption_texts = models.JSONField(default=list, blank=True)  # the segments as sent, where lexicons changed them
-    params = models.JSONField(default=dict)  # inference.engine.SynthesisParams as a dict
+    params = models.JSONField(default=dict)  # the engine's row parameters (EngineSpec.params) as a dict
     cacheable = models.BooleanField(default=False)  # deterministic: a seed was given
     interactive = models.BooleanField(default=True)  # someone listens live: stream, latency first
     progress = models.FloatField(default=0.0)  # share of segments done
@@ -75,69 +73,3 @@ class Job(models.Model):
     @property
     def is_final(self) -> bool:
         return self.status in self.FINAL
-
-
-def new_voice_id() -> str:
-    return f"voice_{secrets.token_hex(8)}"
-
-
-class Voice(models.Model):
-    """An organization's own voice: a speaker from a seed, or a ChatTTS speaker embedding string."""
-
-    class Source(models.TextChoices):
-        SEED = "seed"
-        EMBEDDING = "embedding"
-        RECORDING = "recording"
-
-    class Status(models.TextChoices):
-        READY = "ready"
-        PROCESSING = "processing"  # a recording waits for a worker to encode it
-        FAILED = "failed"
-
-    id = models.CharField(primary_key=True, max_length=32, default=new_voice_id, editable=False)
-    organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="voices")
-    name = models.CharField(max_length=64)
-    description = models.CharField(max_length=300, blank=True)
-    source = models.CharField(max_length=16, choices=Source.choices)
-    seed = models.PositiveIntegerField(null=True, blank=True)
-    speaker = models.TextField(blank=True)  # the embedding string (source "embedding")
-    # Source "recording": ChatTTS's encoding of the reference audio (`spk_smp`), its transcript as sent
-    # and as spelled out for the model (`txt_smp`); the upload itself only when the tenant asked.
-    sample = models.TextField(blank=True)
-    transcript = models.TextField(blank=True)
-    sample_text = models.TextField(blank=True)
-    upload = models.FileField(upload_to="voices/", blank=True)
-    status = models.CharField(max_length=16, choices=Status.choices, default=Status.READY)
-    error = models.CharField(max_length=300, blank=True)
-    created_at = models.DateTimeField(default=timezone.now)
-
-    class Meta:
-        ordering = ["created_at", "id"]
-        constraints = [models.UniqueConstraint(fields=["organization", "name"], name="one_voice_per_name")]
-
-    def __str__(self) -> str:
-        return f"{self.name} ({self.id})"
-
-
-def new_lexicon_id() -> str:
-    return f"lex_{secrets.token_hex(8)}"
-
-
-class Lexicon(models.Model):
-    """Pronunciation entries (`synthesis.lexicon.Entry` as dicts: text, alias, case_sensitive),
-    applied to requests that name the lexicon, and to every request when `is_default`."""
-
-    id = models.CharField(primary_key=True, max_length=32, default=new_lexicon_id, editable=False)
-    organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="lexicons")
-    name = models.CharField(max_length=100)
-    entries = models.JSONField(default=list, blank=True)
-    is_default = models.BooleanField(default=False)
-    created_at = models.DateTimeField(default=timezone.now)
-    updated_at = models.DateTimeField(auto_now=True)
-
-    class Meta:
-        ordering = ["created_at", "id"]
-        constraints = [models.UniqueConstraint(fields=["organization", "name"], name="one_lexicon_per_name")]
-
-    def __str__(self) -> str:
-        return f"{self.name} ({self.id})"

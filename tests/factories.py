@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict
 
 from billing.limits import subscription_for
-from inference.engine import SynthesisParams
+from inference.chattts.params import ChatTTSParams
 from synthesis.models import Job
 
 
@@ -21,7 +21,7 @@ def make_job(org, **overrides) -> Job:
         "response_format": "mp3",
         "input": text,
         "segments": [text],
-        "params": asdict(SynthesisParams(voice_seed=1, seed=1)),
+        "params": asdict(ChatTTSParams(voice_seed=1, seed=1)),
         "characters": len(text),
     }
     fields.update(overrides)

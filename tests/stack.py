@@ -50,6 +50,8 @@ def stack_env(redis_url: str, **extra: str) -> dict[str, str]:
         REDIS_URL=redis_url,
         CELERY_BROKER_URL=redis_url,
         TTS_MODEL_DIR=os.environ["TTS_TEST_CHECKPOINT"],
+        TTS_KOKORO_MODEL_DIR=os.environ.get("TTS_TEST_KOKORO_CHECKPOINT", ""),
+        TTS_ENGINES=os.environ.get("TTS_TEST_ENGINES", "chattts,kokoro"),
         TTS_QUEUE_TIMEOUT="20",
         TTS_CALLBACK_ALLOW_PRIVATE="1",  # the tests' callback receiver listens on loopback
         TTS_CALLBACK_BACKOFF_SECONDS="0.5",
@@ -127,7 +129,7 @@ def start_web(env: dict[str, str], log_dir: Path) -> tuple[Proc, str]:
 
 
 def start_worker(
-    env: dict[str, str], log_dir: Path, name: str, queue: str = "tts", extra: tuple[str, ...] = ()
+    env: dict[str, str], log_dir: Path, name: str, queue: str = "tts-chattts", extra: tuple[str, ...] = ()
 ) -> Proc:
     return Proc(
         [

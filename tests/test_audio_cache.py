@@ -5,26 +5,26 @@ from __future__ import annotations
 import pytest
 from asgiref.sync import async_to_sync
 
-from inference.engine import SynthesisParams
-from synthesis import cache
-from synthesis.captions import Caption
+from inference.chattts.params import ChatTTSParams
+from synthesis.audio import cache
+from synthesis.audio.captions import Caption
 
 pytestmark = pytest.mark.usefixtures("empty_audio_cache")
 
 
 def key(n: int) -> str:
-    return cache.cache_key(1, "v-test", f"text {n}", SynthesisParams(voice_seed=1, seed=n))
+    return cache.cache_key(1, "v-test", f"text {n}", ChatTTSParams(voice_seed=1, seed=n))
 
 
 def test_the_key_changes_with_tenant_text_params_and_model_version():
-    p = SynthesisParams(voice_seed=1, seed=1)
+    p = ChatTTSParams(voice_seed=1, seed=1)
     k = cache.cache_key(1, "v1", "hello", p)
     assert k.startswith("tts:audio:1:v1:")
     assert k != cache.cache_key(2, "v1", "hello", p)  # tenants never share entries
     assert k != cache.cache_key(1, "v2", "hello", p)
     assert k != cache.cache_key(1, "v1", "hello!", p)
-    assert k != cache.cache_key(1, "v1", "hello", SynthesisParams(voice_seed=1, seed=1, temperature=0.5))
-    assert k != cache.cache_key(1, "v1", "hello", SynthesisParams(voice_seed=2, seed=1))
+    assert k != cache.cache_key(1, "v1", "hello", ChatTTSParams(voice_seed=1, seed=1, temperature=0.5))
+    assert k != cache.cache_key(1, "v1", "hello", ChatTTSParams(voice_seed=2, seed=1))
 
 
 HEADER = len(cache.pack(b"", []))  # an entry's captions header when it has none

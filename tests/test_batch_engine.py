@@ -21,21 +21,23 @@ import numpy as np
 import pytest
 import torch
 
-from inference.batch import CROSSFADE_SAMPLES, FADE_SAMPLES, HOLD_SAMPLES, Audio, BatchRow, Done, decoded_length
-from inference.chattts_engine import ChatTTSEngine
-from inference.engine import PAUSE_SECONDS, SynthesisParams, SynthesisRequest
-from inference.generation import RowPlan, generate
-from inference.runner import LOADED_FIRST_CHUNK_TOKENS
-from inference.text import SAMPLE_RATE
-from inference.voices import VOICES
+from inference.batch import Audio, BatchRow, Done
+from inference.chattts.engine import ChatTTSEngine
+from inference.chattts.generation import RowPlan, generate
+from inference.chattts.params import ChatTTSParams
+from inference.chattts.runner import LOADED_FIRST_CHUNK_TOKENS
+from inference.chattts.voices import VOICES
+from inference.chattts.windows import CROSSFADE_SAMPLES, FADE_SAMPLES, HOLD_SAMPLES, decoded_length
+from inference.engine import PAUSE_SECONDS, SynthesisRequest
+from inference.spec import SAMPLE_RATE
 
 CHECKPOINT = os.environ.get("TTS_TEST_CHECKPOINT", "")
 DEVICE = os.environ.get("TTS_TEST_DEVICE", "cpu")  # cuda: the same checks on a GPU (bench/gpu.sh runs them)
 AUDIO_ATOL = 1e-5  # float32 rounding of batched/padded matmuls through the decoders; ~100x the measured
 
-P1 = SynthesisParams(voice_seed=1, seed=3)
-P2 = SynthesisParams(voice_seed=7, seed=11, temperature=0.5, top_p=0.9, top_k=10, speed=8)
-P3 = SynthesisParams(voice_seed=2, seed=5, temperature=0.1, top_p=0.5, top_k=40, speed=2, use_decoder=False)
+P1 = ChatTTSParams(voice_seed=1, seed=3)
+P2 = ChatTTSParams(voice_seed=7, seed=11, temperature=0.5, top_p=0.9, top_k=10, speed=8)
+P3 = ChatTTSParams(voice_seed=2, seed=5, temperature=0.1, top_p=0.5, top_k=40, speed=2, use_decoder=False)
 ROWS = [
     BatchRow("a", "hello world, this is a test.", P1, 60),
     BatchRow("b", "A much longer second sentence with other words in it.", P2, 80),
@@ -155,7 +157,7 @@ def test_the_same_batch_twice_is_bit_identical_and_seeds_matter(engine):
     for row in ROWS:
         np.testing.assert_array_equal(a[row.key], b[row.key])
         np.testing.assert_array_equal(ids_a[row.key], ids_b[row.key])
-    other = BatchRow("a", ROWS[0].text, SynthesisParams(voice_seed=1, seed=4), 60)
+    other = BatchRow("a", ROWS[0].text, ChatTTSParams(voice_seed=1, seed=4), 60)
     _, ids_other = run(engine, [other, *ROWS[1:]])
     assert not np.array_equal(ids_other["a"], ids_a["a"])
 
@@ -214,7 +216,7 @@ def find_zero_token_seed(engine) -> int:
     """A seed whose first token is the end token (noise makes it win; with top_p=1 and top_k=all,
     about one seed in 150 does)."""
     params = {"voice_seed": 1, "temperature": 1.0, "top_p": 1.0, "top_k": 626}
-    rows = [BatchRow(str(s), "end at once.", SynthesisParams(seed=s, **params), 1) for s in range(512)]
+    rows = [BatchRow(str(s), "end at once.", ChatTTSParams(seed=s, **params), 1) for s in range(512)]
     zero = [int(e.key) for e in engine.run_rows(rows, lambda k: False) if isinstance(e, Done) and e.tokens == 0]
     assert zero, "no seed ends at its first step"
     return zero[0]
@@ -222,7 +224,7 @@ def find_zero_token_seed(engine) -> int:
 
 def test_a_row_that_ends_at_its_first_step_is_done_with_no_audio(engine):
     seed = find_zero_token_seed(engine)
-    params = SynthesisParams(voice_seed=1, seed=seed, temperature=1.0, top_p=1.0, top_k=626)
+    params = ChatTTSParams(voice_seed=1, seed=seed, temperature=1.0, top_p=1.0, top_k=626)
     rows = [BatchRow("zero", "end at once.", params, 40), BatchRow("no budget", "nothing.", P1, 0), *ROWS]
     sink = Recorder()
     engine.generate_batch(rows, sink)
@@ -266,8 +268,8 @@ def test_every_row_fades_in_and_ends_at_zero(engine):
 
 
 def test_refined_rows_are_reproducible_alone_and_in_a_batch(engine):
-    refined = BatchRow("r", "refine this text please.", SynthesisParams(voice_seed=3, seed=9, refine_text=True), 40)
-    plain = BatchRow("r", refined.text, SynthesisParams(voice_seed=3, seed=9), 40)
+    refined = BatchRow("r", "refine this text please.", ChatTTSParams(voice_seed=3, seed=9, refine_text=True), 40)
+    plain = BatchRow("r", refined.text, ChatTTSParams(voice_seed=3, seed=9), 40)
     _, alone = run(engine, [refined])
     _, batched = run(engine, [ROWS[0], refined])
     _, unrefined = run(engine, [plain])
@@ -333,8 +335,8 @@ def test_every_segment_of_a_voice_gets_the_voice_s_embedding_and_its_tokens_foll
     import torch.nn.functional as F  # noqa: PLC0415  (this module's other tests need no torch functional)
 
     speaker = engine.speaker(VOICES["nova"].seed)
-    custom = SynthesisParams(voice_seed=0, seed=8, speaker=speaker)
-    builtin = SynthesisParams(voice_seed=VOICES["nova"].seed, seed=8)
+    custom = ChatTTSParams(voice_seed=0, seed=8, speaker=speaker)
+    builtin = ChatTTSParams(voice_seed=VOICES["nova"].seed, seed=8)
     segments = ["The first segment of a long text.", "A second one, much the same.", "And a third."]
     rows = [BatchRow(f"s{i}", text, custom, 40) for i, text in enumerate(segments)]
     rows.append(BatchRow("other", "Another voice in the same batch.", P2, 40))
@@ -373,7 +375,7 @@ def test_a_voice_from_a_recording_speaks_in_a_batch_without_changing_its_compani
     sample = engine.sample_speaker(recording.astype(np.float32))
     codes = engine.chat.speaker.decode_prompt(sample)
     assert codes.shape[0] == engine.chat.config.gpt.num_vq and 60 <= codes.shape[1] <= 80  # ~47 a second
-    voice = SynthesisParams(voice_seed=0, seed=6, sample=sample, sample_text="a short reference sentence")
+    voice = ChatTTSParams(voice_seed=0, seed=6, sample=sample, sample_text="a short reference sentence")
     alone, alone_ids = run(engine, [BatchRow("v", "Spoken with the recorded voice.", voice, 40)])
     _, other_alone = run(engine, [ROWS[1]])
     mixed, mixed_ids = run(engine, [BatchRow("v", "Spoken with the recorded voice.", voice, 40), ROWS[1]])

@@ -14,8 +14,9 @@ import numpy as np
 import pytest
 import websockets
 
+from inference.chattts.spec import SPEC as CHATTTS
 from inference.engine import PAUSE_SECONDS
-from inference.text import SAMPLE_RATE, prepare
+from inference.spec import SAMPLE_RATE
 from tests.factories import make_job
 from tests.test_jobs import wait_for
 from tests.test_websocket import collect
@@ -40,7 +41,7 @@ def check_against_audio(segments: list[dict], pcm: bytes) -> None:
     """The cues are the segments in order; each starts where its audio starts (after the pause
     between two) and ends where it ends; the pauses are silent and the speech is not."""
     audio = np.frombuffer(pcm, dtype="<i2")
-    assert [s["text"] for s in segments] == SENTENCES == list(prepare(TEXT).segments)
+    assert [s["text"] for s in segments] == SENTENCES == list(CHATTTS.prepare(TEXT).segments)
     assert segments[0]["start"] == 0.0
     assert segments[-1]["end"] == pytest.approx(len(audio) / SAMPLE_RATE, abs=1e-3)
     for before, after in zip(segments, segments[1:], strict=False):

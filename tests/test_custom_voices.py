@@ -20,15 +20,16 @@ import pytest
 import websockets
 
 from billing.models import QuotaPeriod, UsageEvent
-from inference.chattts_engine import ChatTTSEngine
-from inference.voices import VOICES
-from synthesis.audio import wav_header
-from synthesis.custom_voices import canonical
-from synthesis.models import Job, Voice
+from inference.chattts.engine import ChatTTSEngine
+from inference.chattts.speakers import canonical
+from inference.chattts.voices import VOICES
+from synthesis.audio.formats import wav_header
+from synthesis.models import Job
 from tests.factories import own_plan
 from tests.test_jobs import wait_for
 from tests.test_websocket import collect
 from tests.waiting import wait_until
+from voices.models import Voice
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

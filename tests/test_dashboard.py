@@ -19,12 +19,12 @@ from accounts.auth import authenticate_key
 from accounts.models import ApiKey, Invitation, Membership, Organization
 from billing import quota
 from billing.models import UsageEvent
-from synthesis.custom_voices import create_voice
-from synthesis.lexicons import save_lexicon
-from synthesis.models import Lexicon, Voice
 from tests.factories import own_plan
 from tts_saas.errors import ApiError
 from tts_saas.redis import get_redis
+from voices.actions import create_voice
+from voices.lexicons import save_lexicon
+from voices.models import Lexicon, Voice
 
 pytestmark = pytest.mark.django_db
 

@@ -20,7 +20,7 @@ from django.utils import timezone
 from accounts.models import Organization
 from billing.models import UsageEvent
 from dashboard.charts import Metric, bar_chart
-from synthesis import cache
+from synthesis.audio import cache
 from synthesis.models import Job
 from tests.factories import make_job
 

@@ -22,10 +22,10 @@ from accounts import actions
 from accounts.models import Organization
 from billing import quota
 from billing.models import UsageEvent
-from synthesis.custom_voices import create_voice
-from synthesis.lexicons import save_lexicon
-from synthesis.models import Lexicon
 from tests.browser import browser_page, off_loop, sign_up
+from voices.actions import create_voice
+from voices.lexicons import save_lexicon
+from voices.models import Lexicon
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -24,8 +24,8 @@ from django.core.management import get_commands
 from django.urls import resolve
 from uvicorn.importer import import_from_string
 
-from synthesis import workers
-from synthesis.metrics import SynthesisCollector
+from synthesis.service import workers
+from synthesis.service.metrics import SynthesisCollector
 from tests.stack import ROOT
 from tts_saas.views import health
 

@@ -8,10 +8,13 @@ import os
 import numpy as np
 import pytest
 
-from inference.chattts_engine import ChatTTSEngine, check_model_dir
-from inference.checkpoint import ASSET_FILES, MANIFEST
-from inference.engine import FADE_SECONDS, PAUSE_SECONDS, ModelUnavailable, SynthesisParams, SynthesisRequest
-from inference.text import SAMPLE_RATE, SAMPLES_PER_TOKEN, prepare, token_budget
+from inference.chattts.checkpoint import ASSET_FILES, check_model_dir
+from inference.chattts.engine import ChatTTSEngine
+from inference.chattts.params import SAMPLES_PER_TOKEN, ChatTTSParams, token_budget
+from inference.chattts.spec import SPEC as CHATTTS
+from inference.checkpoints import MANIFEST
+from inference.engine import FADE_SECONDS, PAUSE_SECONDS, ModelUnavailable, SynthesisRequest
+from inference.spec import SAMPLE_RATE
 
 CHECKPOINT = os.environ.get("TTS_TEST_CHECKPOINT", "")
 
@@ -22,8 +25,8 @@ def engine():
 
 
 def audio(engine, text: str, **params) -> np.ndarray:
-    prepared = prepare(text)
-    request = SynthesisRequest(prepared.segments, SynthesisParams(**{"voice_seed": 1, "seed": 1, **params}))
+    prepared = CHATTTS.prepare(text)
+    request = SynthesisRequest(prepared.segments, ChatTTSParams(**{"voice_seed": 1, "seed": 1, **params}))
     return np.concatenate(list(engine.synthesize(request)))
 
 
@@ -55,14 +58,14 @@ def test_seed_voice_and_speed_change_the_output(engine):
 
 def segments_and_pauses(engine, segments: list[str]) -> tuple[list[np.ndarray], list[np.ndarray]]:
     """`synthesize` yields each segment's audio with a pause between two: split them apart."""
-    pieces = list(engine.synthesize(SynthesisRequest(segments, SynthesisParams(voice_seed=1, seed=1))))
+    pieces = list(engine.synthesize(SynthesisRequest(segments, ChatTTSParams(voice_seed=1, seed=1))))
     assert len(pieces) == 2 * len(segments) - 1
     return pieces[0::2], pieces[1::2]
 
 
 def test_every_segment_gives_audio_held_to_its_token_budget(engine):
     text = "Short. " + "This second sentence is a good deal longer than the first one was. " * 3
-    prepared = prepare(text)
+    prepared = CHATTTS.prepare(text)
     assert len(prepared.segments) > 1
     audio, _ = segments_and_pauses(engine, prepared.segments)
     for piece, segment in zip(audio, prepared.segments, strict=True):
@@ -71,7 +74,7 @@ def test_every_segment_gives_audio_held_to_its_token_budget(engine):
 
 
 def test_segments_fade_in_and_out_around_silent_pauses_so_joins_do_not_click(engine):
-    prepared = prepare("First part here. Second part here.")
+    prepared = CHATTTS.prepare("First part here. Second part here.")
     audio, pauses = segments_and_pauses(engine, prepared.segments * 2)
     fade = int(FADE_SECONDS * SAMPLE_RATE)
     ramp = np.linspace(0.0, 1.0, fade, dtype=np.float32)

@@ -19,10 +19,10 @@ from django.utils import timezone
 from standardwebhooks.webhooks import Webhook, WebhookVerificationError
 
 from billing.models import QuotaPeriod, UsageEvent
-from inference.text import SAMPLE_RATE
-from synthesis import callbacks
-from synthesis.maintenance import delete_old_jobs
+from inference.spec import SAMPLE_RATE
 from synthesis.models import Job
+from synthesis.service import callbacks
+from synthesis.service.maintenance import delete_old_jobs
 from tests.conftest import make_persona
 from tests.factories import make_job
 from tests.waiting import wait_until

@@ -12,9 +12,10 @@ import pytest
 from asgiref.sync import async_to_sync
 
 from billing.models import QuotaPeriod, UsageEvent
-from inference.text import SAMPLE_RATE, prepare
-from synthesis import streams
-from synthesis.feed import JobAudioFeed
+from inference.chattts.spec import SPEC as CHATTTS
+from inference.spec import SAMPLE_RATE
+from synthesis.audio import streams
+from synthesis.service.feed import JobAudioFeed
 from tests.factories import make_job, own_plan
 from tts_saas.errors import ApiError
 
@@ -26,7 +27,7 @@ ARTICLE = " ".join(
 
 
 def test_a_long_text_is_one_job_streamed_stored_and_captioned_in_order(live_stack, owner):
-    assert len(ARTICLE) > 3000 and len(prepare(ARTICLE).segments) >= 16
+    assert len(ARTICLE) > 3000 and len(CHATTTS.prepare(ARTICLE).segments) >= 16
     with live_stack.client(owner.key) as client:
         refused = client.post("/audio/speech", json={"input": ARTICLE})  # too long for one request
         assert refused.status_code == 400 and refused.json()["error"]["code"] == "string_above_max_length"
@@ -59,7 +60,7 @@ def test_a_long_text_is_one_job_streamed_stored_and_captioned_in_order(live_stac
     assert progress == sorted(progress) and any(0 < p < 1 for p in progress)  # segment by segment
     assert reserved and set(reserved) == {len(ARTICLE)}  # the whole text reserved up front
     assert streamed == [stored] and done["audio_seconds"] == pytest.approx(len(stored) / 2 / SAMPLE_RATE, abs=1e-3)
-    assert [c["text"] for c in captions] == list(prepare(ARTICLE).segments)  # in order, one per segment
+    assert [c["text"] for c in captions] == list(CHATTTS.prepare(ARTICLE).segments)  # in order, one per segment
     assert captions[-1]["end"] == pytest.approx(done["audio_seconds"], abs=1e-3)
     (event,) = UsageEvent.objects.filter(organization=owner.org)
     assert event.characters == len(ARTICLE)

@@ -16,7 +16,7 @@ import openai
 import pytest
 import websockets
 
-from synthesis.audio import RAW_RATES
+from synthesis.audio.formats import RAW_RATES
 from tests.factories import own_plan
 from tests.test_jobs import wait_for
 from tests.test_websocket import collect

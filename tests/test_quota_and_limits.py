@@ -16,8 +16,8 @@ from django.utils import timezone
 from billing import concurrency
 from billing import quota as quota_module
 from billing.models import QuotaPeriod, UsageEvent
-from synthesis.maintenance import reap_stale_jobs
 from synthesis.models import Job
+from synthesis.service.maintenance import reap_stale_jobs
 from tests import stack
 from tests.bursts import burst, tally
 from tests.conftest import make_persona

@@ -15,7 +15,8 @@ import openai
 import pytest
 
 from billing.models import UsageEvent
-from inference.text import SAMPLE_RATE, prepare
+from inference.chattts.spec import SPEC as CHATTTS
+from inference.spec import SAMPLE_RATE
 from synthesis.models import Job
 from tests.stack import ROOT
 from tts_saas.redis import get_redis
@@ -29,7 +30,7 @@ GLIDE_SECONDS = 0.01
 
 
 def max_seconds(text: str) -> float:
-    prepared = prepare(text)
+    prepared = CHATTTS.prepare(text)
     n = len(prepared.segments)
     return prepared.max_audio_seconds + PAUSE_SECONDS * (n - 1) + GLIDE_SECONDS * n
 
@@ -136,7 +137,7 @@ def test_an_unseeded_request_is_not_cached_and_reports_its_seed(live_stack, owne
 
 def test_long_input_is_split_and_joined_within_bounds(live_stack, owner):
     text = " ".join(f"Sentence {i} is here." for i in range(1, 25))
-    assert len(prepare(text).segments) > 1
+    assert len(CHATTTS.prepare(text).segments) > 1
     response = post(live_stack, owner.key, input=text, response_format="pcm", seed=3)
     assert response.status_code == 200, response.text
     seconds = len(response.content) / 2 / SAMPLE_RATE

@@ -16,7 +16,7 @@ import websockets
 from django.utils import timezone
 
 from accounts.models import ApiKey, Organization
-from inference.text import SAMPLE_RATE
+from inference.spec import SAMPLE_RATE
 from synthesis.models import Job
 from tests import stack
 from tests.conftest import make_persona

@@ -12,11 +12,11 @@ import pytest
 
 from billing import quota
 from billing.models import QuotaPeriod
-from inference.chattts_engine import ChatTTSEngine
-from synthesis import cache, streams
-from synthesis.batcher import Batcher
+from inference.chattts.engine import ChatTTSEngine
+from synthesis.audio import cache, streams
 from synthesis.models import Job
-from synthesis.worker import JobRun
+from synthesis.worker.batcher import Batcher
+from synthesis.worker.run import JobRun
 from tests.factories import make_job
 from tests.waiting import wait_until
 

@@ -12,7 +12,7 @@ django_application = get_asgi_application()  # sets Django up before the consume
 
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 
-from synthesis.routing import websocket_urlpatterns  # noqa: E402
+from synthesis.api.routing import websocket_urlpatterns  # noqa: E402
 from tts_saas.limits import HttpBodyLimits, WebSocketHeaderLimits  # noqa: E402
 
 application = ProtocolTypeRouter(

@@ -130,7 +130,7 @@ def validation_error(detail) -> ApiError:
     param, message = _first_validation_error(detail)
     code = getattr(message, "code", None)
     code = code if code not in (None, "invalid") else "invalid_value"
-    named = param and code != "unknown_parameter"  # that message names the parameter itself
+    named = param and code not in ("unknown_parameter", "unsupported_parameter")  # those name it themselves
     return ApiError(400, f"{param}: {message}" if named else str(message), code, param)
 
 

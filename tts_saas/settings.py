@@ -37,6 +37,7 @@ INSTALLED_APPS = [
     "drf_spectacular_sidecar",  # Redoc/Swagger UI assets served locally (no CDN)
     "accounts",
     "billing",
+    "voices",
     "synthesis",
     "dashboard",
 ]
@@ -177,16 +178,16 @@ SPECTACULAR_SETTINGS = {
     "OAS_VERSION": "3.1.0",
     # Request bodies apart from responses: what a request must hold (non-blank strings) is documented.
     "COMPONENT_SPLIT_REQUEST": True,
-    "PREPROCESSING_HOOKS": ["synthesis.openapi.add_stand_ins"],
+    "PREPROCESSING_HOOKS": ["synthesis.api.openapi.add_stand_ins"],
     "ENUM_NAME_OVERRIDES": {
         "ListObjectEnum": ["list"],
         "JobObjectEnum": ["job"],
-        "AudioFormatEnum": "synthesis.audio.ALL_FORMATS",
+        "AudioFormatEnum": "synthesis.audio.formats.ALL_FORMATS",
     },
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
-        "synthesis.openapi.frame_event_streams",
-        "synthesis.openapi.add_common_errors",
+        "synthesis.api.openapi.frame_event_streams",
+        "synthesis.api.openapi.add_common_errors",
     ],
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
@@ -203,14 +204,11 @@ SPECTACULAR_SETTINGS = {
     },
 }
 
-# Celery: synthesis on the "tts" queue (GPU workers), everything light on "default".
+# Celery: each engine's synthesis on its own queue, "tts-<engine>" (GPU workers; the sender names
+# the queue: synthesis.service.queue), everything light on "default".
 CELERY_BROKER_URL = envstr("CELERY_BROKER_URL", REDIS_URL)
 CELERY_RESULT_BACKEND = None
 CELERY_TASK_DEFAULT_QUEUE = "default"
-CELERY_TASK_ROUTES = {
-    "synthesis.tasks.synthesize_job": {"queue": "tts"},
-    "synthesis.tasks.encode_voice_recording": {"queue": "tts"},
-}
 CELERY_TASK_ACKS_LATE = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_SOFT_TIME_LIMIT = envint("TTS_TASK_SOFT_TIME_LIMIT", 540)
@@ -257,12 +255,22 @@ STRIPE_METER_BATCH = envint("STRIPE_METER_BATCH", 100)  # ledger rows sent per r
 STRIPE_WEBHOOK_TOLERANCE = envint("STRIPE_WEBHOOK_TOLERANCE", 300)  # seconds a signed event stays valid
 
 # Synthesis service.
-TTS_MODEL_DIR = envstr("TTS_MODEL_DIR")  # empty: ChatTTS's own Hugging Face download
-TTS_HF_CACHE_DIR = envstr("TTS_HF_CACHE_DIR")  # where that download is kept (HF default if empty)
+# The engines this deployment serves (inference/registry.py: chattts, kokoro), one worker queue each
+# (tts-<engine>); an operator who sells speech may serve only kokoro (ChatTTS's weights are CC BY-NC).
+TTS_ENGINES = [e.strip() for e in envstr("TTS_ENGINES", "chattts,kokoro").split(",") if e.strip()]
+# The engine OpenAI's model names (tts-1, tts-1-hd, gpt-4o-mini-tts) and requests without `model` use.
+TTS_DEFAULT_MODEL = envstr("TTS_DEFAULT_MODEL", TTS_ENGINES[0] if TTS_ENGINES else "")
+# Each engine's model directory, TTS_<ENGINE>_MODEL_DIR (TTS_MODEL_DIR: ChatTTS's, its earlier name);
+# empty: the model's own Hugging Face download.
+TTS_MODEL_DIR = envstr("TTS_MODEL_DIR")
+TTS_MODEL_DIRS = {
+    "chattts": envstr("TTS_CHATTTS_MODEL_DIR", TTS_MODEL_DIR),
+    "kokoro": envstr("TTS_KOKORO_MODEL_DIR"),
+}
+TTS_HF_CACHE_DIR = envstr("TTS_HF_CACHE_DIR")  # where those downloads are kept (HF default if empty)
 TTS_DEVICE = envstr("TTS_DEVICE")  # empty: cuda when present, else cpu
 TTS_PRECISION = envstr("TTS_PRECISION", "auto")  # the GPT's: auto (= fp32, measured best), fp32, bf16, int8 (CPU)
 TTS_TORCH_THREADS = envint("TTS_TORCH_THREADS", 0)  # a worker's torch threads; 0: auto (CPU: cores - 1)
-TTS_MODEL_NAME = envstr("TTS_MODEL_NAME", "chattts")
 TTS_PRODUCT_NAME = envstr("TTS_PRODUCT_NAME", "tts_saas")  # the dashboard's name for the service
 TTS_PRODUCT_LOGO = envstr("TTS_PRODUCT_LOGO", "")  # URL of the logo shown before it (served by the operator), or none
 TTS_MODEL_ALIASES = [a for a in envstr("TTS_MODEL_ALIASES", "tts-1,tts-1-hd,gpt-4o-mini-tts").split(",") if a]

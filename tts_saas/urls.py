@@ -13,34 +13,34 @@ from billing.views import UsageViewSet, stripe_webhook, subscription
 from dashboard.throttles import posted, throttled
 from dashboard.views.account import password_reset, sign_in
 from dashboard.views.operations import operations
-from synthesis import custom_voices
-from synthesis import views as synthesis
-from synthesis.lexicons import LexiconViewSet
+from synthesis.api import discovery, jobs, speech
 from tts_saas.metrics import metrics_view
 from tts_saas.views import health
+from voices import api as voices_api
+from voices.lexicons import LexiconViewSet
 
-jobs = synthesis.JobViewSet
+job = jobs.JobViewSet
 lexicons = LexiconViewSet
 staff_sign_in = throttled("admin-login", ("ip", "TTS_LOGIN_RATE"), (posted("username"), "TTS_LOGIN_ACCOUNT_RATE"))(
     admin.site.login
 )
 
 v1 = [
-    path("audio/speech", synthesis.speech, name="speech"),
-    path("audio/stream/tickets", synthesis.stream_ticket, name="stream-ticket"),
-    path("voices", synthesis.voices, name="voices"),
-    path("audio/voices", custom_voices.audio_voices, name="audio-voices"),
-    path("audio/voices/<str:voice_id>", custom_voices.audio_voice, name="audio-voice"),
-    path("audio/voices/<str:voice_id>/preview", synthesis.voice_preview, name="audio-voice-preview"),
-    path("audio/models", synthesis.audio_models, name="audio-models"),
-    path("models", synthesis.models, name="models"),
-    path("models/<str:model_id>", synthesis.model, name="model"),
-    path("jobs", jobs.as_view({"get": "list", "post": "create"}), name="jobs"),
-    path("jobs/<uuid:job_id>", jobs.as_view({"get": "retrieve"}), name="job"),
-    path("jobs/<uuid:job_id>/audio", jobs.as_view({"get": "audio"}), name="job-audio"),
-    path("jobs/<uuid:job_id>/captions", jobs.as_view({"get": "captions"}), name="job-captions"),
-    path("jobs/<uuid:job_id>/cancel", jobs.as_view({"post": "cancel"}), name="job-cancel"),
-    path("jobs/<uuid:job_id>/stream", synthesis.job_stream, name="job-stream"),
+    path("audio/speech", speech.speech, name="speech"),
+    path("audio/stream/tickets", speech.stream_ticket, name="stream-ticket"),
+    path("voices", discovery.voices, name="voices"),
+    path("audio/voices", voices_api.audio_voices, name="audio-voices"),
+    path("audio/voices/<str:voice_id>", voices_api.audio_voice, name="audio-voice"),
+    path("audio/voices/<str:voice_id>/preview", speech.voice_preview, name="audio-voice-preview"),
+    path("audio/models", discovery.audio_models, name="audio-models"),
+    path("models", discovery.models, name="models"),
+    path("models/<str:model_id>", discovery.model, name="model"),
+    path("jobs", job.as_view({"get": "list", "post": "create"}), name="jobs"),
+    path("jobs/<uuid:job_id>", job.as_view({"get": "retrieve"}), name="job"),
+    path("jobs/<uuid:job_id>/audio", job.as_view({"get": "audio"}), name="job-audio"),
+    path("jobs/<uuid:job_id>/captions", job.as_view({"get": "captions"}), name="job-captions"),
+    path("jobs/<uuid:job_id>/cancel", job.as_view({"post": "cancel"}), name="job-cancel"),
+    path("jobs/<uuid:job_id>/stream", jobs.job_stream, name="job-stream"),
     path("lexicons", lexicons.as_view({"get": "list", "post": "create"}), name="lexicons"),
     path(
         "lexicons/<str:lexicon_id>",

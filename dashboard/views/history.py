@@ -24,8 +24,8 @@ from django.utils.http import content_disposition_header
 from accounts.models import ApiKey
 from accounts.tenancy import scoped
 from billing.models import UsageEvent
-from synthesis import cache
-from synthesis.audio import encode, output_format, wav_header
+from synthesis.audio import cache
+from synthesis.audio.formats import encode, output_format, wav_header
 from synthesis.models import Job
 
 from ..access import member_required, page

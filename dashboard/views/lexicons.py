@@ -10,9 +10,9 @@ from django.views.decorators.http import require_POST
 
 from accounts.tenancy import scoped
 from billing.limits import limits_for
-from synthesis.lexicons import save_lexicon
-from synthesis.models import Lexicon
 from tts_saas.errors import ApiError
+from voices.lexicons import save_lexicon
+from voices.models import Lexicon
 
 from ..access import member_required, page, require_admin
 from ..forms import LexiconForm, entry_lines

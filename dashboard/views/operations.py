@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.contrib.admin.views.decorators import staff_member_required
 from django.shortcuts import render
 
-from synthesis.operations import snapshot
+from synthesis.service.operations import snapshot
 
 
 @staff_member_required

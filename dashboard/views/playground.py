@@ -14,14 +14,15 @@ from django.views.decorators.http import require_POST
 
 from accounts.auth import issue_ticket
 from accounts.tenancy import scoped
+from billing import offer
 from billing.limits import limits_for
 from billing.usage import month_summary
-from inference.voices import VOICES
-from synthesis import audio
-from synthesis.models import Voice
+from synthesis.audio import formats as audio
 from tts_saas.errors import error_response
 from tts_saas.limits import large_body
 from tts_saas.redis import get_redis
+from voices.catalog import builtin_listing
+from voices.models import Voice
 
 from ..access import member_required, page, require_active
 from ..throttles import by_user, throttled
@@ -35,7 +36,7 @@ def playground(request):
     org = request.principal.organization
     limits = limits_for(org)
     month = month_summary(org)
-    voices = [v for v in VOICES.values() if not limits.allowed_voices or v.name in limits.allowed_voices]
+    voices = builtin_listing(offer.default_spec(), limits.allowed_voices)
     return page(
         request,
         "playground.html",

@@ -1,7 +1,7 @@
 """Voices: the built-in ones (read-only) and the organization's own, made from a seed or a ChatTTS
-speaker embedding string by `synthesis.custom_voices.create_voice` (as the API makes them) and
+speaker embedding string by `voices.actions.create_voice` (as the API makes them) and
 deleted; owners and admins change them. Any voice can be heard: `voice_preview` is the API's
-preview (`synthesis.speech.preview`: a fixed sentence, cached, not billed)."""
+preview (`synthesis.api.speech.preview`: a fixed sentence, cached, not billed)."""
 
 from __future__ import annotations
 
@@ -12,14 +12,15 @@ from django.shortcuts import redirect
 from django.views.decorators.http import require_POST
 
 from accounts.tenancy import scoped
+from billing import offer
 from billing.limits import limits_for
-from inference.voices import VOICES
-from synthesis.audio import encode
-from synthesis.custom_voices import create_voice
-from synthesis.models import Voice
-from synthesis.prepared import CachedSpeech
-from synthesis.speech import preview
+from synthesis.api.speech import preview
+from synthesis.audio.formats import encode
+from synthesis.service.prepared import CachedSpeech
 from tts_saas.errors import ApiError
+from voices.actions import create_voice
+from voices.catalog import builtin_listing
+from voices.models import Voice
 
 from ..access import member_required, page, require_admin
 from ..forms import VoiceForm, add_api_error
@@ -42,7 +43,8 @@ def voices(request):
     limits = limits_for(org)
     own = list(scoped(Voice, org).order_by("created_at"))
     allowed = limits.allowed_voices
-    rows = [_row(v.name, v, "built-in", available=not allowed or v.name in allowed) for v in VOICES.values()]
+    builtin = builtin_listing(offer.default_spec())
+    rows = [_row(v["id"], v, "built-in", available=not allowed or v["id"] in allowed) for v in builtin]
     rows += [_row(v.id, v, _made_from(v), available=v.status == Voice.Status.READY, custom=True) for v in own]
     return page(
         request,
@@ -65,11 +67,14 @@ def _made_from(voice: Voice) -> str:
 
 
 def _row(voice_id: str, voice, source: str, available: bool = True, custom: bool = False) -> dict:
-    """One line of the voices page; `voice` is a built-in or an own voice (both have a name and a description)."""
+    """One line of the voices page; `voice` is a built-in one (a dict) or an own one (a Voice)."""
+    name, description = (
+        (voice["name"], voice["description"]) if isinstance(voice, dict) else (voice.name, voice.description)
+    )
     return {
         "id": voice_id,
-        "name": voice.name,
-        "description": voice.description,
+        "name": name,
+        "description": description,
         "source": source,
         "available": available,
         "custom": custom,

@@ -2,8 +2,9 @@
 
 import django.db.models.deletion
 import django.utils.timezone
-import synthesis.models
 from django.db import migrations, models
+
+import voices.models  # the id factories moved with the models (voices app)
 
 
 class Migration(migrations.Migration):
@@ -22,7 +23,7 @@ class Migration(migrations.Migration):
         migrations.CreateModel(
             name='Lexicon',
             fields=[
-                ('id', models.CharField(default=synthesis.models.new_lexicon_id, editable=False, max_length=32, primary_key=True, serialize=False)),
+                ('id', models.CharField(default=voices.models.new_lexicon_id, editable=False, max_length=32, primary_key=True, serialize=False)),
                 ('name', models.CharField(max_length=100)),
                 ('entries', models.JSONField(blank=True, default=list)),
                 ('is_default', models.BooleanField(default=False)),

@@ -2,8 +2,9 @@
 
 import django.db.models.deletion
 import django.utils.timezone
-import synthesis.models
 from django.db import migrations, models
+
+import voices.models  # the id factories moved with the models (voices app)
 
 
 class Migration(migrations.Migration):
@@ -17,7 +18,7 @@ class Migration(migrations.Migration):
         migrations.CreateModel(
             name='Voice',
             fields=[
-                ('id', models.CharField(default=synthesis.models.new_voice_id, editable=False, max_length=32, primary_key=True, serialize=False)),
+                ('id', models.CharField(default=voices.models.new_voice_id, editable=False, max_length=32, primary_key=True, serialize=False)),
                 ('name', models.CharField(max_length=64)),
                 ('description', models.CharField(blank=True, max_length=300)),
                 ('source', models.CharField(choices=[('seed', 'Seed'), ('embedding', 'Embedding')], max_length=16)),

@@ -13,7 +13,7 @@ import av
 import numpy as np
 import pytest
 
-from synthesis.audio import (
+from synthesis.audio.formats import (
     CONTENT_TYPES,
     FORMATS,
     OUTPUT_FORMATS,

@@ -9,7 +9,8 @@ import logging
 import pytest
 from django.conf import settings
 
-from synthesis import callbacks, tasks
+from synthesis import tasks
+from synthesis.service import callbacks
 
 
 def test_the_task_uses_celerys_retry_policy_sized_by_the_settings():

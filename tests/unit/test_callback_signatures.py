@@ -16,8 +16,8 @@ from standardwebhooks.webhooks import Webhook, WebhookVerificationError
 
 from accounts import actions
 from accounts.models import Organization
-from synthesis.callbacks import message_id_for, signature_headers
 from synthesis.models import Job
+from synthesis.service.callbacks import message_id_for, signature_headers
 
 BODY = b'{"type":"job.succeeded","job":{"id":"j1","status":"succeeded"}}'
 MSG_ID = "msg_0123456789abcdef0123456789abcdef"

@@ -15,8 +15,8 @@ import pytest
 from standardwebhooks.webhooks import Webhook
 
 from accounts.models import Organization
-from synthesis import callbacks
 from synthesis.models import Job
+from synthesis.service import callbacks
 from tests.factories import make_job
 
 GENERIC_REASONS = {"refused target", "host did not resolve", "timeout", "connection failed", "invalid response"}

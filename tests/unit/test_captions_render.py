@@ -3,7 +3,7 @@ one line and escaped where WebVTT needs it, segments without audio left out of t
 
 from __future__ import annotations
 
-from synthesis.captions import Caption, render, srt, vtt
+from synthesis.audio.captions import Caption, render, srt, vtt
 
 CUES = [
     Caption("First line.", 0.0, 1.2345),

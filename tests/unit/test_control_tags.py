@@ -7,7 +7,18 @@ from __future__ import annotations
 import pytest
 
 from inference import text as text_module
-from inference.text import INLINE_TAGS, TextError, _prepare_memoised, normalize_segment, prepare
+from inference.chattts.spec import INLINE_TAGS
+from inference.chattts.spec import SPEC as CHATTTS
+from inference.kokoro.spec import SPEC as KOKORO
+from inference.text import TextError, _prepare_memoised, normalize_segment
+
+prepare = CHATTTS.prepare
+
+
+def read(segment: str) -> str:
+    """What ChatTTS reads of a segment (its engine's `read`, without loading the model)."""
+    return normalize_segment(segment, INLINE_TAGS, "chattts")
+
 
 # ChatTTS's tokenizer's special tokens that are not user tags.
 CHATTTS_SPECIAL = [
@@ -83,7 +94,7 @@ def test_the_refusal_lists_the_allowed_tags():
 @pytest.mark.parametrize("tag", sorted(INLINE_TAGS))
 def test_every_documented_tag_passes_verbatim(tag):
     (segment,) = prepare(f"Hello {tag} world.").segments
-    assert tag in normalize_segment(segment)  # what the model reads
+    assert tag in read(segment)  # what the model reads
 
 
 def test_brackets_that_are_not_tags_stay_text():
@@ -94,4 +105,16 @@ def test_a_tag_that_normalisation_would_produce_is_refused(monkeypatch):
     monkeypatch.setattr(text_module, "normalize", lambda text: "Hello [Stts] world.")
     (segment,) = prepare("Hello world.").segments
     with pytest.raises(TextError, match=r"\[Stts\]"):
-        normalize_segment(segment)
+        read(segment)
+
+
+@pytest.mark.parametrize("tag", ["[laugh]", "[uv_break]", "[Stts]"])
+def test_a_model_without_inline_tags_refuses_every_tag_naming_itself(tag):
+    with pytest.raises(TextError) as refused:
+        KOKORO.prepare(f"Hello {tag} world.")
+    assert tag in str(refused.value) and "'kokoro'" in str(refused.value)
+
+
+def test_a_phoneme_link_is_not_a_tag():
+    (segment,) = KOKORO.prepare("Say [Kokoro](/kˈOkəɹO/) twice.").segments
+    assert "[Kokoro](/kˈOkəɹO/)" in segment

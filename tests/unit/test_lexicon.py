@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 
-from synthesis.lexicon import Entry, Matcher, apply, merged, problem
+from voices.lexicon import Entry, Matcher, apply, merged, problem
 
 
 def test_whole_words_only():

@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 from django.test import override_settings
 
-from synthesis import capacity
-from synthesis.jobs import Submission
-from synthesis.speech import check_queue_wait
+from synthesis.service import capacity
+from synthesis.service.jobs import Submission
+from synthesis.service.speech import check_queue_wait
 from tts_saas.errors import ApiError
 
 
@@ -54,19 +54,23 @@ def test_a_tenants_burst_queues_behind_another_tenants_first_job():
     assert capacity.fair_priority(0, unfinished_before=0, batch=4) < capacity.fair_priority(3, 0, 4)  # paid first
 
 
-def test_waiting_jobs_are_counted_once_each(redis_client):
-    redis_client.delete(capacity.WAITING)
+def test_waiting_jobs_are_counted_once_each_per_engine(redis_client):
+    for engine in ("chattts", "kokoro"):
+        redis_client.delete(capacity.WAITING.format(engine))
     for job in ("a0", "a1", "b0"):
-        capacity.note_waiting(job)
-    capacity.note_not_waiting("a0")
-    capacity.note_not_waiting("a0")  # twice: counted once
-    assert capacity.queue_state([]).waiting == 2
+        capacity.note_waiting("chattts", job)
+    capacity.note_waiting("kokoro", "k0")
+    capacity.note_not_waiting("chattts", "a0")
+    capacity.note_not_waiting("chattts", "a0")  # twice: counted once
+    assert capacity.queue_state("chattts", []).waiting == 2
+    assert capacity.queue_state("kokoro", []).waiting == 1  # each engine's queue is its own
 
 
 def test_the_service_time_is_a_weighted_mean_of_finished_jobs(redis_client):
-    redis_client.delete(capacity.SERVICE)
-    capacity.record_job_seconds(10.0)
-    capacity.record_job_seconds(20.0)
-    queue = capacity.queue_state([])
+    redis_client.delete(capacity.SERVICE.format("chattts"), capacity.PROGRESS.format("kokoro"))
+    capacity.record_job_seconds("chattts", 10.0)
+    capacity.record_job_seconds("chattts", 20.0)
+    queue = capacity.queue_state("chattts", [])
     assert queue.job_seconds == pytest.approx(10.0 + capacity.SMOOTHING * 10.0)
     assert queue.last_progress is not None
+    assert capacity.queue_state("kokoro", []).last_progress is None  # another engine's progress is not its

@@ -7,7 +7,7 @@ import torch
 from ChatTTS.model.processors import CustomRepetitionPenaltyLogitsProcessorRepeat
 from transformers.generation import TopKLogitsWarper, TopPLogitsWarper
 
-from inference.generation import MIN_TOKENS_TO_KEEP, REPETITION_PENALTY, padded, penalise, sample_noise, warp
+from inference.chattts.generation import MIN_TOKENS_TO_KEEP, REPETITION_PENALTY, padded, penalise, sample_noise, warp
 
 VOCAB, NUM_VQ = 626, 4
 SETTINGS = [(0.7, 20), (0.9, 10), (0.5, 40), (1.0, 626), (0.3, 1)]

@@ -6,18 +6,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from inference.batch import (
-    CROSSFADE_SAMPLES,
-    FADE_SAMPLES,
-    HOLD_SAMPLES,
-    Audio,
-    Done,
-    StreamJoin,
-    decoded_length,
-    in_order,
-)
+from inference.batch import Audio, Done, in_order
+from inference.chattts.params import SAMPLES_PER_TOKEN
+from inference.chattts.windows import CROSSFADE_SAMPLES, FADE_SAMPLES, HOLD_SAMPLES, StreamJoin, decoded_length
 from inference.engine import fade_edges
-from inference.text import SAMPLES_PER_TOKEN
 
 
 def signal(tokens: int) -> np.ndarray:

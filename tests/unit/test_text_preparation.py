@@ -9,16 +9,21 @@ import sys
 
 import pytest
 
+from inference.chattts.params import token_budget
+from inference.chattts.spec import INLINE_TAGS
+from inference.chattts.spec import SPEC as CHATTTS
+from inference.kokoro.spec import SPEC as KOKORO
 from inference.text import (
     MAX_SEGMENT_SECONDS,
     TextError,
     estimate_seconds,
+    languages,
     normalize,
-    prepare,
-    segment_budget,
+    normalize_segment,
     split_text,
-    token_budget,
 )
+
+prepare = CHATTTS.prepare
 
 
 def test_chinese_numbers_and_currency_are_spelled_out():
@@ -60,13 +65,42 @@ def test_text_with_nothing_to_say_is_rejected(text):
 
 def test_a_segments_budget_counts_its_spelled_out_form():
     (segment,) = prepare("Call 1234567890 now.").segments
-    assert segment_budget(segment) > token_budget(segment)
+    assert token_budget(normalize_segment(segment, INLINE_TAGS, "chattts")) > token_budget(segment)
+
+
+@pytest.mark.parametrize(
+    "text, found",
+    [
+        ("Hello there.", {"en"}),
+        ("你好，世界。", {"zh"}),
+        ("我用SQL查询。", {"en", "zh"}),
+        ("こんにちは", {"ja"}),
+        ("Привет, мир.", {"ru"}),
+        ("안녕하세요", {"ko"}),
+        ("Hello [laugh] 1234.", {"en"}),
+    ],
+)
+def test_the_languages_of_a_text_are_told_by_their_script(text, found):
+    assert languages(text) == found
+
+
+@pytest.mark.parametrize("spec", [CHATTTS, KOKORO], ids=lambda s: s.name)
+def test_a_language_the_model_cannot_speak_is_refused_naming_those_it_can(spec):
+    with pytest.raises(TextError) as refused:
+        spec.prepare("Hello, Привет.")
+    message = str(refused.value)
+    assert f"'{spec.name}'" in message and "English and Chinese" in message and "Russian" in message
+
+
+def test_english_and_chinese_mixed_are_spoken_by_both_models():
+    for spec in (CHATTTS, KOKORO):
+        assert spec.prepare("我用SQL查询数据。Then we go home.").segments
 
 
 def test_preparing_text_does_not_load_the_normalisers():
     """The web process prepares every request: it must stay free of the ~90 MB of grammars."""
     code = (
-        "import sys; from inference.text import prepare; prepare('It costs $12.50, 3 cats.'); "
+        "import sys; from inference.chattts.spec import SPEC; SPEC.prepare('It costs $12.50, 3 cats.'); "
         "print(any(m.startswith('tn.') or m == 'tn' for m in sys.modules))"
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -11,7 +11,7 @@ import json
 
 import pytest
 
-from synthesis.protocol import (
+from synthesis.api.protocol import (
     PROTOCOL,
     TEXT_STREAMING,
     Begin,
@@ -22,7 +22,7 @@ from synthesis.protocol import (
     TextDelta,
     parse,
 )
-from synthesis.textstream import FORCE_CUT_CHARS, MAX_UNSPOKEN_CHARS, TextStream, TextStreamError
+from synthesis.api.textstream import FORCE_CUT_CHARS, MAX_UNSPOKEN_CHARS, TextStream, TextStreamError
 
 
 def queued(stream: TextStream) -> list[str]:

@@ -9,7 +9,7 @@ import json
 import pytest
 from django.conf import settings
 
-from synthesis.protocol import MAX_MESSAGE_BYTES, Cancel, Close, Follow, ProtocolError, Synthesize, parse
+from synthesis.api.protocol import MAX_MESSAGE_BYTES, Cancel, Close, Follow, ProtocolError, Synthesize, parse
 
 
 def refused(message: dict | str, default_id: str = "u1") -> ProtocolError:

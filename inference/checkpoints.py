@@ -1,0 +1,34 @@
+"""What generated checkpoints of every engine share: a manifest beside the model's own files (its
+reduced config, whether the weights are random, each file's SHA-256) and the hashing.
+
+The real weights come from Hugging Face, which tests cannot reach; each engine package builds a
+randomly initialised checkpoint in its model's official file layout with the model's own classes,
+so the model's own loader reads it. Random weights make noise, not speech.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+MANIFEST = "checkpoint.json"
+
+
+def sha256_file(path: str | Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def read_manifest(directory: str | Path) -> dict | None:
+    path = Path(directory) / MANIFEST
+    if not path.exists():
+        return None
+    return json.loads(path.read_text())
+
+
+def write_manifest(directory: str | Path, manifest: dict) -> None:
+    (Path(directory) / MANIFEST).write_text(json.dumps(manifest, indent=1, ensure_ascii=False))

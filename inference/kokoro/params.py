@@ -1,0 +1,34 @@
+"""A Kokoro row's parameters, and how a speech request's fields become them (pure Python).
+
+Kokoro is deterministic: the same text, voice and speed give the same audio, so the seed is not a
+parameter (a request's seed is accepted and changes nothing) and every request is cacheable.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class KokoroParams:
+    # The voice: built-in voices with weights that sum to 1 (one voice: weight 1.0). Kokoro's voices
+    # are style vectors; a mix is their weighted sum.
+    voice: tuple[tuple[str, float], ...]
+    speed: float = 1.0  # OpenAI's 0.25-4.0, Kokoro's own duration scale
+    english: str = "en-us"  # how Latin-script words are read: "en-us" or "en-gb" (the voice's accent)
+
+    @classmethod
+    def from_request(cls, data: dict, voice: dict, seed: int) -> KokoroParams:
+        """`voice`: {"builtin": id} or an organization's mix {"mix": [[id, weight], ...]}."""
+        if "builtin" in voice:
+            mix: tuple[tuple[str, float], ...] = ((voice["builtin"], 1.0),)
+        else:
+            total = sum(float(w) for _, w in voice["mix"])
+            mix = tuple((str(v), round(float(w) / total, 6)) for v, w in voice["mix"])
+        return cls(voice=mix, speed=float(data.get("speed", 1.0)), english=accent(mix))
+
+
+def accent(mix: tuple[tuple[str, float], ...]) -> str:
+    """British English when the heaviest English voice of the mix is British (`b…`), else American."""
+    english = [(w, v) for v, w in mix if v[:1] in ("a", "b")]
+    return "en-gb" if english and max(english)[1].startswith("b") else "en-us"

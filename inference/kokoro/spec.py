@@ -1,0 +1,87 @@
+"""What Kokoro-82M is and may do, for the API, billing, docs and dashboard (no torch)."""
+
+from __future__ import annotations
+
+from ..spec import BuiltinVoice, EngineSpec, Features, License
+from .params import KokoroParams
+
+FRAMES_PER_SECOND = 40.0  # one predicted duration unit is 600 samples at 24 kHz
+
+
+def _voices() -> tuple[BuiltinVoice, ...]:
+    """Kokoro v1.0's English and Mandarin voices (its Japanese, Spanish, French, Hindi, Italian and
+    Portuguese voices need G2P this service does not run)."""
+    accents = {"a": ("en-us", "American English"), "b": ("en-gb", "British English"), "z": ("zh", "Mandarin")}
+    names = {
+        "af": "heart alloy aoede bella jessica kore nicole nova river sarah sky",
+        "am": "adam echo eric fenrir liam michael onyx puck santa",
+        "bf": "alice emma isabella lily",
+        "bm": "daniel fable george lewis",
+        "zf": "xiaobei xiaoni xiaoxiao xiaoyi",
+        "zm": "yunjian yunxi yunxia yunyang",
+    }
+    voices = []
+    for prefix, words in names.items():
+        language, accent = accents[prefix[0]]
+        gender = "female" if prefix[1] == "f" else "male"
+        for word in words.split():
+            voices.append(BuiltinVoice(f"{prefix}_{word}", f"{accent}, {gender} ({word.capitalize()}).", language))
+    return tuple(voices)
+
+
+VOICES = _voices()
+
+SPEC = EngineSpec(
+    name="kokoro",
+    title="Kokoro-82M",
+    version="v1.0",
+    description="hexgrad's 82M-parameter model: fast, English (American and British) and Mandarin voices, word "
+    "timings, voice mixes. Apache-2.0: may be sold.",
+    languages=("en", "zh"),
+    voices=VOICES,
+    # OpenAI's names, each a fixed Kokoro voice of a like character.
+    openai_voices={
+        "alloy": "af_alloy",
+        "ash": "am_adam",
+        "ballad": "bm_george",
+        "coral": "af_heart",
+        "echo": "am_echo",
+        "fable": "bm_fable",
+        "nova": "af_nova",
+        "onyx": "am_onyx",
+        "sage": "af_sarah",
+        "shimmer": "af_bella",
+        "verse": "am_michael",
+        "marin": "af_river",
+        "cedar": "am_eric",
+    },
+    options=frozenset(),
+    inline_tags=frozenset(),
+    features=Features(
+        streaming="sentences",
+        batching=True,
+        word_timings=True,
+        seeds=False,
+        inline_tags=False,
+        speaker_voices=False,
+        recording_voices=False,
+        mixed_voices=True,
+        phoneme_lexicons=True,
+    ),
+    code_license=License(
+        "Apache-2.0",
+        "https://github.com/hexgrad/kokoro/blob/main/LICENSE",
+        True,
+        "Permissive: may be used and sold, keeping the licence and notices.",
+    ),
+    weights_license=License(
+        "Apache-2.0",
+        "https://huggingface.co/hexgrad/Kokoro-82M",
+        True,
+        "Permissive: the model's audio may be sold.",
+    ),
+    weights_source="https://huggingface.co/hexgrad/Kokoro-82M",
+    tokens_per_second=FRAMES_PER_SECOND,
+    params=KokoroParams,
+    engine="inference.kokoro.engine:KokoroEngine",
+)

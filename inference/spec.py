@@ -1,0 +1,110 @@
+"""What an engine says of itself: its models, languages, voices, options, features and licences.
+
+Each engine package exports one `EngineSpec` (pure data: no torch, so the web process reads it) and
+one engine class implementing `inference.engine.Engine`. The API, billing, the docs and the
+dashboard read the spec — no `if engine == "kokoro"` outside the engine's own package; a feature an
+engine lacks is refused from its spec, naming the engine.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from .text import PreparedText, prepare
+
+SAMPLE_RATE = 24000  # both engines generate float32 mono at 24 kHz
+
+
+@dataclass(frozen=True)
+class License:
+    spdx: str  # e.g. "Apache-2.0", "CC-BY-NC-4.0"
+    url: str
+    commercial: bool  # may an operator sell what it makes without the authors' separate permission
+    summary: str  # one plain sentence for operators
+
+    def as_dict(self) -> dict:
+        return {"spdx": self.spdx, "url": self.url, "commercial_use": self.commercial, "summary": self.summary}
+
+
+@dataclass(frozen=True)
+class BuiltinVoice:
+    id: str  # what a request sends as `voice`
+    description: str
+    language: str  # "en-us", "en-gb", "zh", or "multi" (a ChatTTS speaker speaks both)
+
+
+@dataclass(frozen=True)
+class Features:
+    streaming: str  # "tokens": audio every few hundred ms of a sentence; "sentences": each sentence whole
+    batching: bool  # rows of different requests generate together
+    word_timings: bool  # captions carry each word's start and end
+    seeds: bool  # the seed changes the audio (False: deterministic, the seed is accepted and ignored)
+    inline_tags: bool  # [laugh], [uv_break]... in the text
+    speaker_voices: bool  # a voice made from a seed or a speaker embedding string (sampled speakers)
+    recording_voices: bool  # a voice made from a reference recording
+    mixed_voices: bool  # a voice made as a weighted mix of built-in voices
+    phoneme_lexicons: bool  # lexicon entries may give phonemes
+
+    def as_dict(self) -> dict:
+        return {
+            "streaming": self.streaming,
+            "batching": self.batching,
+            "word_timings": self.word_timings,
+            "seeds": self.seeds,
+            "inline_tags": self.inline_tags,
+            "speaker_voices": self.speaker_voices,
+            "recording_voices": self.recording_voices,
+            "mixed_voices": self.mixed_voices,
+            "phoneme_lexicons": self.phoneme_lexicons,
+        }
+
+
+@dataclass(frozen=True)
+class EngineSpec:
+    name: str  # the model id a request sends: "chattts", "kokoro"
+    title: str  # "ChatTTS", "Kokoro-82M"
+    version: str  # the released weights this code serves, e.g. "v1.0"
+    description: str
+    languages: tuple[str, ...]  # ISO 639-1: "en", "zh"
+    voices: tuple[BuiltinVoice, ...]
+    openai_voices: Mapping[str, str]  # OpenAI's voice names -> one of `voices`
+    options: frozenset[str]  # request options beyond the common ones (temperature, top_p, ...)
+    inline_tags: frozenset[str]  # the tags the text may carry (empty: none)
+    features: Features
+    code_license: License
+    weights_license: License
+    weights_source: str  # where the real weights come from
+    tokens_per_second: float  # the engine's streaming unit (ChatTTS audio tokens, Kokoro frames)
+    params: type  # its rows' parameters: a frozen dataclass with `from_request(data, voice, seed)`
+    engine: str  # "module:Class" of the engine (imported in worker processes only)
+    queue: str = field(default="")  # the Celery queue of its workers ("tts-<name>" when empty)
+
+    @property
+    def queue_name(self) -> str:
+        return self.queue or f"tts-{self.name}"
+
+    @property
+    def commercial(self) -> bool:
+        """May what it makes be sold without a separate permission (code and weights)?"""
+        return self.code_license.commercial and self.weights_license.commercial
+
+    @property
+    def deterministic(self) -> bool:
+        """The same text and voice always give the same audio: every request is cacheable."""
+        return not self.features.seeds
+
+    def prepare(self, text: str) -> PreparedText:
+        """`text` validated for this model (its inline tags, its languages) and split into
+        sentence segments; TextError says what is wrong."""
+        return prepare(text, self.inline_tags, self.languages, self.name)
+
+    def voice(self, name: str) -> BuiltinVoice | None:
+        """A built-in voice by its id or by OpenAI's name for it."""
+        name = self.openai_voices.get(name, name)
+        return next((v for v in self.voices if v.id == name), None)
+
+    def voice_ids(self) -> list[str]:
+        """Every name a request may send: OpenAI's first, then the engine's own ids."""
+        own = [v.id for v in self.voices]
+        return list(self.openai_voices) + [v for v in own if v not in self.openai_voices]

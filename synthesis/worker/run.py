@@ -1,0 +1,296 @@
+"""The worker side of one job while it is generated: its segments become rows of the model's
+batches; its audio is published in order (a later segment generated alongside an earlier one waits
+its turn), with a pause between segments; when its last row ends it is cached or stored and settled
+at once, whatever its batch companions are still doing. Cancelled, failed and timed-out jobs settle
+here too."""
+
+from __future__ import annotations
+
+import json
+import logging
+import shutil
+import tempfile
+import time
+from collections.abc import Sequence
+
+import numpy as np
+from django.conf import settings
+from django.core.files import File
+from django.utils import timezone
+
+from billing import concurrency
+from inference.batch import BatchRow
+from inference.batch import Word as RowWord
+from inference.engine import Engine, pause, to_pcm16
+from inference.spec import SAMPLE_RATE
+from synthesis.audio import cache, streams
+from synthesis.audio.captions import Caption, Word
+from synthesis.audio.formats import StreamEncoder, output_format, wav_header
+from synthesis.models import Job
+from synthesis.service import capacity
+from synthesis.service.jobs import fail_job, run_limit, settle_job
+from synthesis.worker import metrics as worker_metrics
+
+logger = logging.getLogger(__name__)
+
+STOP_CHECK_SECONDS = 0.2  # how often a running job looks for a cancel request
+PROGRESS_SECONDS = 0.5  # how often a busy worker says so (waiting requests then keep waiting)
+LEASE_RENEW_SECONDS = 60  # how often a running job holds its concurrency slot for another run limit
+SPOOL_BYTES = 16 * 1024 * 1024  # a job's audio beyond this waits in a temporary file, not in memory
+BLOCK_BYTES = 1024 * 1024  # read back and encoded this much at a time
+
+
+class JobRun:
+    """One claimed job on its way through the batches."""
+
+    def __init__(self, job: Job, engine: Engine, priority: int = 0):
+        self.job = job
+        self.engine = engine
+        self.model_version = engine.model_version
+        self.priority = priority
+        self.params = engine.spec.params(**job.params)
+        # What the model reads: each segment spelled out (raises TextError before anything is sent).
+        self.texts = [engine.read(segment) for segment in job.segments]
+        self.words: dict[int, tuple[RowWord, ...]] = {}  # segment -> its words, where the engine times them
+        self.total = len(job.segments)
+        self.scheduled = 0  # segments handed to a batch
+        self.completed: set[int] = set()  # segments generated to their end
+        self.ended: set[int] = set()  # segments whose row is over (completed or stopped)
+        self.playing = 0  # the segment whose audio is published now
+        self.held: dict[int, list[np.ndarray]] = {}  # audio of later segments, waiting their turn
+        self.pcm = tempfile.SpooledTemporaryFile(max_size=SPOOL_BYTES)  # the audio published, in order
+        self.chunks = 0  # audio events published (each one's `seq`)
+        # A live request's stream is kept whole (its reader may lag); an asynchronous job's keeps its
+        # last events (its stored file has it all).
+        self.keep = None if job.interactive else settings.TTS_STREAM_MAX_EVENTS
+        self.position = 0  # samples published
+        self.starts: dict[int, int] = {}  # segment -> its first sample
+        self.captions: list[Caption] = []  # the segments closed so far, in order
+        self.started = time.monotonic()
+        self.cancelled = False
+        self.finished = False
+        self._stop_checked = 0.0
+        self._progress_at = 0.0
+        self._lease_at = time.monotonic()
+        self._opened: set[int] = set()  # segments whose audio has begun
+        streams.publish(job.id, "start", model_version=self.model_version)
+        if job.started_at is not None:
+            worker_metrics.QUEUE_WAIT.observe((job.started_at - job.created_at).total_seconds())
+
+    @property
+    def org_id(self) -> int:
+        return self.job.organization_id
+
+    @property
+    def run_id(self) -> str:
+        """This run of the job: a job queued again after a lost worker may come back to the same
+        worker while its stale run is still there."""
+        return f"{self.job.id}.{self.job.attempts}"
+
+    def key(self, segment: int) -> str:
+        return f"{self.run_id}:{segment}"
+
+    @property
+    def has_rows(self) -> bool:
+        return not self.finished and not self.cancelled and self.scheduled < self.total
+
+    def next_row(self) -> BatchRow:
+        index = self.scheduled
+        self.scheduled += 1
+        text = self.texts[index]
+        budget = self.engine.row_budget(text, self.params)
+        return BatchRow(key=self.key(index), text=text, params=self.params, max_tokens=budget)
+
+    # The engine's callbacks, routed here by segment.
+
+    def audio(self, segment: int, samples: np.ndarray) -> None:
+        if segment == self.playing:
+            self._publish(segment, samples)
+        else:
+            self.held.setdefault(segment, []).append(samples)
+
+    def done(self, segment: int, tokens: int, words: Sequence[RowWord] = ()) -> None:
+        worker_metrics.AUDIO_TOKENS.inc(tokens)
+        self.ended.add(segment)
+        if self.engine.spec.features.word_timings:
+            self.words[segment] = tuple(words)
+        if not self.stop_requested():
+            self.completed.add(segment)
+            Job.objects.filter(pk=self.job.pk).update(progress=len(self.completed) / self.total)
+        while self.playing in self.ended and self.playing + 1 < self.total:
+            self._close(self.playing)
+            self.playing += 1
+            for samples in self.held.pop(self.playing, []):
+                self._publish(self.playing, samples)
+        if self.in_flight == 0 and (self.cancelled or self.scheduled == self.total):
+            self.finish()
+
+    @property
+    def in_flight(self) -> int:
+        """Rows of this job in the running batch."""
+        return self.scheduled - len(self.ended)
+
+    def stop_requested(self) -> bool:
+        """A cancel request (checked at most every STOP_CHECK_SECONDS) or the time limit."""
+        if self.cancelled or self.finished:
+            return True
+        now = time.monotonic()
+        if now - self._stop_checked >= STOP_CHECK_SECONDS:
+            self._stop_checked = now
+            if streams.cancel_requested(self.job.id, self.job.attempts):
+                self.cancelled = True
+            elif now - self.started > run_limit(self.job):
+                self.fail(503, "synthesis_timeout", "Synthesis ran past its time limit.")
+        return self.cancelled or self.finished
+
+    def _publish(self, segment: int, samples: np.ndarray) -> None:
+        if not len(samples):
+            return
+        if segment not in self._opened:
+            self._opened.add(segment)
+            if segment:  # a short pause between sentences
+                self._publish_pcm(to_pcm16(pause()))
+            self.starts[segment] = self.position
+        self._publish_pcm(to_pcm16(samples))
+
+    def _close(self, segment: int) -> None:
+        """The segment's audio is all out: its caption is known (a segment with no audio has an
+        empty one, at the point it would have been)."""
+        start = self.starts.get(segment, self.position)
+        shown = self.job.caption_texts or self.job.segments  # as sent, where lexicons changed the spoken text
+        text, end = shown[segment], self.position
+        words = None
+        if self.engine.spec.features.word_timings:  # on the audio as sent: from the segment's first sample
+            offset = start / SAMPLE_RATE
+            words = tuple(
+                Word(w.text, round(offset + w.start, 3), round(offset + w.end, 3)) for w in self.words.pop(segment, ())
+            )
+        caption = Caption(text, round(start / SAMPLE_RATE, 3), round(end / SAMPLE_RATE, 3), words)
+        self.captions.append(caption)
+        body = json.dumps(caption.as_dict(), ensure_ascii=False)
+        streams.publish(self.job.id, "segment", index=segment, caption=body)
+
+    def _publish_pcm(self, pcm: bytes) -> None:
+        if self.finished:  # settled (failed, timed out): a stopped row's last fade has nowhere to go
+            return
+        if not self.chunks:
+            worker_metrics.FIRST_AUDIO.observe((timezone.now() - self.job.created_at).total_seconds())
+        streams.publish(self.job.id, "audio", seq=self.chunks, pcm=pcm, keep=self.keep)
+        self.pcm.write(pcm)
+        self.chunks += 1
+        self.position += len(pcm) // 2
+        now = time.monotonic()
+        if now - self._progress_at > PROGRESS_SECONDS:
+            capacity.note_progress(self.job.model)
+            self._progress_at = now
+        if self.job.lease and now - self._lease_at > LEASE_RENEW_SECONDS:
+            # A long job outlives the slot's first lease (its wait and one task limit): hold it on.
+            concurrency.extend(self.org_id, self.job.lease, settings.CELERY_TASK_TIME_LIMIT + 30)
+            self._lease_at = now
+
+    def _audio(self) -> bytes:
+        self.pcm.seek(0)
+        return self.pcm.read()
+
+    def _store(self) -> None:
+        """The job's file, encoded from the spooled audio a block at a time (a long job's audio is
+        never all in memory), saved with Django's storage."""
+        job = self.job
+        spec = output_format(job.response_format)
+        with tempfile.TemporaryFile() as body, tempfile.TemporaryFile() as whole:
+            encoder = StreamEncoder(f"pcm_{spec.sample_rate}" if spec.codec == "wav" else job.response_format)
+            self.pcm.seek(0)
+            while block := self.pcm.read(BLOCK_BYTES):
+                body.write(encoder.feed(block))
+            body.write(encoder.finish())
+            out = body
+            if spec.codec == "wav":  # a stored WAV says its sizes (past RIFF's 4 GiB: "unknown")
+                samples = body.tell() // 2
+                whole.write(wav_header(samples if samples * 2 + 36 < 2**32 else None, spec.sample_rate))
+                body.seek(0)
+                shutil.copyfileobj(body, whole)
+                out = whole
+            out.seek(0)
+            job.result.save(f"{job.id}.{spec.extension}", File(out), save=False)
+
+    def fail(self, status: int, code: str, message: str) -> None:
+        if not self.finished:
+            self.finished = True
+            self.pcm.close()
+            fail_job(self.job, status, code, message)
+
+    def finish(self) -> None:
+        """Settle the job: succeeded, or cancelled (billing the segments done)."""
+        if self.finished:
+            return
+        self.finished = True
+        try:
+            self._settle()
+        finally:
+            self.pcm.close()
+
+    def _settle(self) -> None:
+        job = self.job
+        audio_seconds = self.position / SAMPLE_RATE
+        if self.cancelled:
+            fail_job(
+                job,
+                409,
+                "cancelled",
+                "Cancelled by the client.",
+                final=Job.Status.CANCELLED,
+                audio_seconds=audio_seconds,
+                billed=job.characters * len(self.completed) // self.total,  # the segments done
+                model_version=self.model_version,
+            )
+            return
+        if len(self.captions) < self.total:
+            self._close(self.total - 1)  # the last segment (the others closed as the next began)
+        key = ""
+        if job.cacheable and self.position * 2 <= settings.TTS_CACHE_MAX_ENTRY_BYTES:
+            key = cache.cache_key(
+                job.organization_id, self.model_version, cache.segments_text(job.segments), self.params
+            )
+            try:
+                if not cache.put(key, self._audio(), self.captions):
+                    key = ""
+            except Exception:  # the cache is an optimisation: the job succeeds without it
+                logger.exception("could not cache a job's audio", extra={"job_id": str(job.id)})
+                key = ""
+        if not job.interactive:  # the stored file is what the client comes back for
+            try:
+                self._store()
+                Job.objects.filter(pk=job.pk).update(result=job.result.name)
+            except Exception:
+                logger.exception("could not store a job's audio", extra={"job_id": str(job.id)})
+                fail_job(
+                    job,
+                    503,
+                    "storage_unavailable",
+                    "The audio was generated but could not be stored. It was not billed; try again.",
+                    audio_seconds=audio_seconds,
+                    model_version=self.model_version,
+                )
+                return
+        if not settle_job(
+            job,
+            Job.Status.SUCCEEDED,
+            audio_seconds=audio_seconds,
+            model_version=self.model_version,
+            cache_key=key,
+            captions=[c.as_dict() for c in self.captions],
+        ):
+            return  # the job was taken from this run (queued again as lost): its stream is another run's
+        streams.publish(
+            job.id, "end", samples=self.position, audio_seconds=f"{audio_seconds:.3f}", characters=job.characters
+        )
+        capacity.record_job_seconds(self.job.model, time.monotonic() - self.started)
+        logger.info(
+            "job succeeded",
+            extra={
+                "request_id": job.request_id,  # this runs on the batcher's thread, not the task's
+                "job_id": str(job.id),
+                "org_id": job.organization_id,
+                "audio_seconds": round(audio_seconds, 3),
+            },
+        )

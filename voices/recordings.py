@@ -1,0 +1,80 @@
+"""Voices made from a reference recording (engines whose spec has `recording_voices`: ChatTTS's
+zero-shot speaker): the upload is checked and decoded here (24 kHz mono), kept in Redis for an
+hour, and encoded by a worker of the voice's model (`synthesis.tasks.encode_voice_recording`); the
+voice is `processing` until then, `ready` or `failed` after."""
+
+from __future__ import annotations
+
+import io
+
+import av
+import numpy as np
+from rest_framework import serializers
+
+from inference.spec import SAMPLE_RATE, EngineSpec
+from inference.text import TextError
+from tts_saas.errors import ApiError
+from tts_saas.queueing import send
+from tts_saas.redis import get_redis
+
+from .models import Voice
+
+RECORDING_SECONDS = (1.0, 15.0)  # ChatTTS's zero-shot works best on short references (<= ~10 s)
+RECORDING_KEY = "tts:voice_recording:{}"  # the decoded recording, for the worker to encode (an hour)
+ENCODE_VOICE = "synthesis.tasks.encode_voice_recording"
+
+
+def decode_recording(data: bytes, min_seconds: float, max_seconds: float) -> np.ndarray:
+    """An uploaded recording (any container and codec FFmpeg reads: wav, mp3, flac, ogg/opus,
+    m4a/aac, webm) as mono float32 at 24 kHz, resampled by libswresample; ValueError with a message
+    for people when it is not audio, too short or too long, below 8 kHz, or silent."""
+    try:
+        with av.open(io.BytesIO(data)) as container:
+            if not container.streams.audio:
+                raise ValueError("The file has no audio.")
+            stream = container.streams.audio[0]
+            if (stream.codec_context.sample_rate or 0) < 8000:
+                raise ValueError("The recording's sample rate is below 8 kHz.")
+            resampler = av.AudioResampler(format="flt", layout="mono", rate=SAMPLE_RATE)
+            parts: list[np.ndarray] = []
+            for frame in container.decode(stream):  # type: ignore[union-attr]  # av.open of bytes: an input
+                parts += [f.to_ndarray().reshape(-1) for f in resampler.resample(frame)]
+                if sum(len(p) for p in parts) > (max_seconds + 1) * SAMPLE_RATE:
+                    break
+            parts += [f.to_ndarray().reshape(-1) for f in resampler.resample(None)]
+    except (av.error.FFmpegError, UnicodeDecodeError, IndexError) as exc:
+        raise ValueError("The file is not audio FFmpeg can read (wav, mp3, flac, ogg, m4a, webm).") from exc
+    samples = np.concatenate(parts) if parts else np.zeros(0, dtype=np.float32)
+    seconds = len(samples) / SAMPLE_RATE
+    if not min_seconds <= seconds <= max_seconds:
+        raise ValueError(f"The recording is {seconds:.1f} s long; use {min_seconds:g} to {max_seconds:g} s.")
+    if float(np.abs(samples).max()) < 1e-3:
+        raise ValueError("The recording is silent.")
+    return samples.astype(np.float32)
+
+
+def check_transcript(transcript: str, spec: EngineSpec) -> str:
+    """What the recording says, checked for the model (it is spoken with the voice's every row)."""
+    if any(tag in transcript for tag in ("[Stts]", "[spk_emb]", "[empty_spk]", "[Ptts]")):
+        raise serializers.ValidationError("The transcript holds a ChatTTS control token.")
+    try:
+        spec.prepare(transcript)
+    except TextError as exc:
+        raise serializers.ValidationError(str(exc)) from None
+    return " ".join(transcript.split())
+
+
+def decode_upload(upload) -> np.ndarray:
+    """The uploaded recording, decoded (400 when it is not a usable recording)."""
+    try:
+        return decode_recording(upload.read(), *RECORDING_SECONDS)
+    except ValueError as exc:
+        raise ApiError(400, f"audio: {exc}", "invalid_value", "audio") from None
+
+
+def start_encoding(voice: Voice, spec: EngineSpec, recording: np.ndarray) -> None:
+    """Keep the decoded recording for a worker of the voice's model and send that worker the task
+    (at the front of its queue)."""
+    pcm = (np.clip(recording, -1.0, 1.0) * 32767).astype("<i2").tobytes()
+    get_redis().set(RECORDING_KEY.format(voice.id), pcm, ex=3600)
+    send(ENCODE_VOICE, voice.id, queue=spec.queue_name, priority=0, expires=3600)
