@@ -89,7 +89,7 @@ def old_stream_first_chunk(engine, row) -> float:
     """The previous engine's stream: ChatTTS's infer(stream=True), chunks of 24 tokens, no skip."""
     from inference.chattts.params import SAMPLES_PER_TOKEN
 
-    code, refine = engine._params(row.params, row.max_tokens)
+    code, refine = engine.chattts_params(row.params, row.max_tokens)
     code.stream_batch, code.stream_speed, code.pass_first_n_batches = 24, 24 * SAMPLES_PER_TOKEN, 0
     started = time.perf_counter()
     gen = engine.chat.infer(

@@ -45,7 +45,7 @@ def main() -> None:
         return elapsed
 
     def chattts_defaults_first(seed: int) -> float:
-        code, refine = engine._params(ChatTTSParams(voice_seed=voice, seed=seed), 400)
+        code, refine = engine.chattts_params(ChatTTSParams(voice_seed=voice, seed=seed), 400)
         code.stream_batch, code.stream_speed, code.pass_first_n_batches = 24, 12000, 2  # ChatTTS's defaults
         started = time.perf_counter()
         gen = engine.chat.infer(

@@ -99,7 +99,7 @@ def _report(client: StripeClient, batch: int) -> dict[str, int]:
             continue
         try:
             client.send_meter_event(
-                usage_event_id=row.pk, customer=customer, characters=row.characters, at=row.created_at
+                usage_event_id=row.pk, customer=customer, characters=row.characters, at=row.created_at, model=row.model
             )
         except TRANSIENT_ERRORS as exc:
             logger.warning("Stripe did not take a meter event; retrying later", extra={"usage_event": row.pk})

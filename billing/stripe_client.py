@@ -200,14 +200,20 @@ class StripeClient:
 
     # Usage.
 
-    def send_meter_event(self, *, usage_event_id: int, customer: str, characters: int, at: datetime) -> None:
-        """One ledger row as a meter event. Safe to repeat: Stripe keeps one event per identifier,
-        and the idempotency key returns the first answer to a retried request."""
+    def send_meter_event(
+        self, *, usage_event_id: int, customer: str, characters: int, at: datetime, model: str = ""
+    ) -> None:
+        """One ledger row as a meter event (with the model that spoke it, for reports by model). Safe
+        to repeat: Stripe keeps one event per identifier, and the idempotency key returns the first
+        answer to a retried request."""
         identifier = meter_identifier(usage_event_id)
+        payload = {"stripe_customer_id": customer, "value": str(characters)}
+        if model:
+            payload["model"] = model
         self.v1.billing.meter_events.create(
             params={
                 "event_name": METER_EVENT_NAME,
-                "payload": {"stripe_customer_id": customer, "value": str(characters)},
+                "payload": payload,
                 "identifier": identifier,
                 "timestamp": int(at.timestamp()),
             },

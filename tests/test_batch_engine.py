@@ -99,7 +99,7 @@ def run(engine, rows, chunk_tokens=24, stop=lambda key: False, more=None):
 def test_a_row_alone_gives_the_tokens_of_chattts_infer(engine):
     chat = engine.chat
     for row in ROWS:
-        code, _ = engine._params(row.params, row.max_tokens)
+        code, _ = engine.chattts_params(row.params, row.max_tokens)
         text = chat.normalizer(row.text, True, True, None)
         reference = next(chat._infer_code([text], False, chat.device, True, code)).ids[0].cpu().numpy()
         _, ids = run(engine, [row])

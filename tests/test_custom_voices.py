@@ -72,9 +72,14 @@ def test_a_voice_from_an_embedding_is_that_speaker_for_every_segment_request_and
         done = wait_for(client, job.json()["id"], {"succeeded", "failed"})
         assert done["status"] == "succeeded"
         assert Job.objects.get(pk=done["id"]).params["speaker"] == voice["speaker"]
-        listed = client.get("/audio/voices").json()["voices"]
-        assert {"id": voice["id"], "name": "Alloy twin", "description": "", "custom": True} in listed
+        listed = client.get("/audio/voices?model=chattts").json()["voices"]
+        mine_listed = {"id": voice["id"], "name": "Alloy twin", "description": "", "model": "chattts"}
+        assert {**mine_listed, "language": "", "custom": True} in listed
         assert {v["id"] for v in listed if not v["custom"]} == set(VOICES)
+        # A ChatTTS voice is not Kokoro's: not listed there, refused there.
+        assert voice["id"] not in {v["id"] for v in client.get("/audio/voices?model=kokoro").json()["voices"]}
+        other_model = client.post("/audio/speech", json={"model": "kokoro", "input": "Hi.", "voice": voice["id"]})
+        assert other_model.status_code == 400 and "model 'chattts'" in other_model.json()["error"]["message"]
 
     async def over_websocket():
         url = live_stack.base_url.replace("http://", "ws://") + "/v1/audio/stream"
@@ -133,7 +138,7 @@ def test_voices_are_validated_limited_by_the_plan_and_scoped_to_their_organizati
         assert first["id"] not in {v["id"] for v in other.get("/audio/voices").json()["voices"]}
         used = other.post("/audio/speech", json={"input": "x", "voice": first["id"]})
         assert used.status_code == 400 and used.json()["error"]["param"] == "voice"
-        anonymous = httpx.get(f"{live_stack.base_url}/v1/audio/voices").json()["voices"]
+        anonymous = httpx.get(f"{live_stack.base_url}/v1/audio/voices?model=chattts").json()["voices"]
         assert {v["id"] for v in anonymous} == set(VOICES)
         assert client.delete(url).json()["deleted"] is True
         gone = client.post("/audio/speech", json={"input": "x", "voice": first["id"]})

@@ -40,15 +40,16 @@ def test_openais_newer_voices_the_voice_object_and_dated_models_are_accepted(liv
     )
     assert by_object.content == by_name.content  # the same fixed speaker, the same model
     with live_stack.client(owner.key) as http:
-        for body, param in (
-            ({"input": "x", "voice": {"id": "nobody"}}, "voice"),
-            ({"input": "x", "voice": {"id": "alloy", "name": "x"}}, "voice"),
-            ({"input": "x", "model": "tts-1-2025-13"}, "model"),
-            ({"input": "x", "model": "whisper-1-2025-01-01"}, "model"),
-            ({"input": "x", "model": "tts-1-2025-13-99"}, "model"),  # not a date
+        for body, status in (
+            ({"input": "x", "voice": {"id": "nobody"}}, 400),
+            ({"input": "x", "voice": {"id": "alloy", "name": "x"}}, 400),
+            ({"input": "x", "model": "tts-1-2025-13"}, 404),  # OpenAI: model_not_found
+            ({"input": "x", "model": "whisper-1-2025-01-01"}, 404),
+            ({"input": "x", "model": "tts-1-2025-13-99"}, 404),  # not a date
         ):
             refused = http.post("/audio/speech", json=body)
-            assert refused.status_code == 400 and refused.json()["error"]["param"] == param, body
+            param = "voice" if "voice" in body else "model"
+            assert refused.status_code == status and refused.json()["error"]["param"] == param, body
 
 
 def test_an_unknown_field_is_refused_by_name_and_instructions_are_capped(live_stack, owner):

@@ -15,8 +15,11 @@ import openai
 import pytest
 
 from billing.models import UsageEvent
+from inference.chattts.params import SAMPLES_PER_TOKEN, token_budget
+from inference.chattts.spec import INLINE_TAGS
 from inference.chattts.spec import SPEC as CHATTTS
 from inference.spec import SAMPLE_RATE
+from inference.text import normalize_segment
 from synthesis.models import Job
 from tests.stack import ROOT
 from tts_saas.redis import get_redis
@@ -32,7 +35,8 @@ GLIDE_SECONDS = 0.01
 def max_seconds(text: str) -> float:
     prepared = CHATTTS.prepare(text)
     n = len(prepared.segments)
-    return prepared.max_audio_seconds + PAUSE_SECONDS * (n - 1) + GLIDE_SECONDS * n
+    tokens = sum(token_budget(normalize_segment(s, INLINE_TAGS, "chattts")) for s in prepared.segments)
+    return tokens * SAMPLES_PER_TOKEN / SAMPLE_RATE + PAUSE_SECONDS * (n - 1) + GLIDE_SECONDS * n
 
 
 def post(live_stack, key, **body):

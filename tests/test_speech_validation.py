@@ -75,7 +75,6 @@ def test_suspended_organization_gets_403_with_the_reason(live_stack, owner, noth
         ({"input": "hi", "speed": 0.1}, "speed", "0.25"),
         ({"input": "hi", "speed": 4.5}, "speed", "4.0"),
         ({"input": "hi", "speed": "fast"}, "speed", "number"),
-        ({"input": "hi", "model": "whisper-1"}, "model", "chattts"),
         ({"input": ""}, "input", "empty"),
         ({"input": "   "}, "input", "empty"),
         ({"voice": "alloy"}, "input", "required"),
@@ -90,6 +89,13 @@ def test_bad_fields_are_400_naming_the_field(live_stack, owner, nothing_enqueued
     error = assert_error(post(live_stack, owner.key, body), 400, param=param)
     assert needle in error["message"]
     assert error["type"] == "invalid_request_error"
+
+
+@pytest.mark.parametrize("model", ["whisper-1", "chattts-v9", "kokoro-2025-13-01"])
+def test_a_model_that_is_not_served_is_404_naming_those_that_are(live_stack, owner, nothing_enqueued, model):
+    error = assert_error(post(live_stack, owner.key, {"input": "hi", "model": model}), 404, code="model_not_found")
+    assert error["param"] == "model" and model in error["message"]
+    assert "chattts" in error["message"] and "kokoro" in error["message"]
 
 
 def test_oversize_input_is_400_with_the_limit(live_stack, owner, nothing_enqueued, settings):
@@ -143,5 +149,6 @@ def test_metrics_report_requests_cache_queue_and_workers(live_stack, owner):
     assert 'tts_http_requests_total{endpoint="speech",status="200"}' in text
     assert 'tts_http_requests_total{endpoint="speech",status="400"}' in text
     assert 'tts_cache_requests_total{result="hit"}' in text
-    assert 'tts_workers{status="ready"} 1.0' in text
-    assert 'tts_queue_depth{queue="tts"}' in text
+    assert 'tts_workers{engine="chattts",status="ready"} 1.0' in text
+    assert 'tts_queue_depth{queue="tts-chattts"}' in text and 'tts_queue_depth{queue="tts-kokoro"}' in text
+    assert 'tts_jobs_waiting{engine="chattts"}' in text

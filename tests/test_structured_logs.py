@@ -32,6 +32,6 @@ def test_the_workers_log_line_for_a_job_carries_the_callers_request_id(live_stac
 
     done = wait_until(job_succeeded_line, 30, f"the worker logged no 'job succeeded' line for job {job_id}")
     assert done["request_id"] == request_id
-    assert done["level"] == "INFO" and done["logger"] == "synthesis.worker"
+    assert done["level"] == "INFO" and done["logger"] == "synthesis.worker.run"
     assert done["ts"].endswith("+00:00")  # ISO 8601 with its zone
     assert done["org_id"] == owner.org.pk and done["audio_seconds"] > 0

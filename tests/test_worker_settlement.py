@@ -35,7 +35,7 @@ def running_job(org, text: str, **fields) -> Job:
 
 def run_together(engine, jobs: list[Job]) -> None:
     batcher = Batcher(engine, max_batch=len(jobs), gather_seconds=1.0, chunk_tokens=24)
-    threads = [threading.Thread(target=batcher.run, args=(JobRun(job, engine.model_version),)) for job in jobs]
+    threads = [threading.Thread(target=batcher.run, args=(JobRun(job, engine),)) for job in jobs]
     for t in threads:
         t.start()
     for t in threads:
@@ -93,7 +93,7 @@ def test_a_job_arriving_while_a_batch_runs_joins_it_and_finishes_first(fixed_len
     settled_at: dict[str, float] = {}
 
     def run(job: Job) -> None:
-        batcher.run(JobRun(job, engine.model_version))
+        batcher.run(JobRun(job, engine))
         settled_at[job.input] = time.monotonic()
 
     long_thread = threading.Thread(target=run, args=(long_job,))

@@ -107,6 +107,9 @@ class LexiconEntrySerializer(StrictSerializer):
     def validate(self, attrs):
         if "text" not in attrs:  # (a PATCH skips required)
             raise serializers.ValidationError({"text": ["This field is required."]}, code="required")
+        if not attrs.get("alias") and not attrs.get("phonemes"):
+            message = "Give an alias (what is read instead), phonemes (Kokoro), or both."
+            raise serializers.ValidationError({"alias": [message]}, code="required")
         reason = problem(attrs["text"], attrs.get("alias", ""), attrs.get("phonemes", ""))
         if reason:
             raise serializers.ValidationError(reason)

@@ -1,0 +1,83 @@
+"""How the worker's batcher fills a batch, per engine: an engine that makes each sentence whole
+(Kokoro) runs a live job's first sentence without its next ones, so its first audio is one sentence
+away; its other sentences join at the next step. An engine that streams tokens (ChatTTS) takes up to
+the batch's room of one job at once. The engine here is only a spec: filling never calls it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from types import SimpleNamespace
+
+from inference.chattts.spec import SPEC as CHATTTS
+from inference.kokoro.spec import SPEC as KOKORO
+from synthesis.worker.batcher import Batcher
+
+
+@dataclass
+class Run:
+    """What the batcher reads of a claimed job (synthesis.worker.run.JobRun's scheduling side)."""
+
+    run_id: str
+    total: int
+    interactive: bool = True
+    org_id: int = 1
+    priority: int = 0
+    scheduled: int = 0
+    taken: list[int] = field(default_factory=list)
+
+    @property
+    def job(self):
+        return SimpleNamespace(interactive=self.interactive)
+
+    @property
+    def has_rows(self) -> bool:
+        return self.scheduled < self.total
+
+    @property
+    def in_flight(self) -> int:
+        return 0
+
+    def next_row(self):
+        self.taken.append(self.scheduled)
+        self.scheduled += 1
+        return f"{self.run_id}:{self.scheduled - 1}"
+
+
+def batcher(spec) -> Batcher:
+    b = Batcher.__new__(Batcher)  # no model thread: only the filling is exercised
+    b.engine = SimpleNamespace(spec=spec)
+    b.max_batch = 4
+    b.first_alone = spec.features.streaming == "sentences"
+    b._waiting = []
+    return b
+
+
+def test_a_live_jobs_first_sentence_runs_alone_on_an_engine_that_makes_sentences_whole():
+    b = batcher(KOKORO)
+    run = Run("a", total=5)
+    b._waiting = [run]
+    rows, _ = b._fill()
+    assert rows == ["a:0"]  # its first audio does not wait for three more sentences
+    rows, _ = b._fill(4)  # the next step (continuous batching): the rest, up to the room
+    assert rows == ["a:1", "a:2", "a:3", "a:4"]
+
+
+def test_each_live_jobs_first_sentence_comes_before_anyones_second():
+    b = batcher(KOKORO)
+    b._waiting = [Run("a", total=3, org_id=1), Run("b", total=3, org_id=2)]
+    rows, _ = b._fill()
+    assert rows == ["a:0", "b:0"]
+
+
+def test_an_asynchronous_job_fills_the_batch_on_any_engine():
+    b = batcher(KOKORO)
+    b._waiting = [Run("j", total=6, interactive=False)]
+    rows, _ = b._fill()
+    assert rows == ["j:0", "j:1", "j:2", "j:3"]
+
+
+def test_an_engine_that_streams_tokens_takes_a_live_jobs_sentences_together():
+    b = batcher(CHATTTS)
+    b._waiting = [Run("a", total=5)]
+    rows, _ = b._fill()
+    assert rows == ["a:0", "a:1", "a:2", "a:3"]  # its first chunk streams within the batch
