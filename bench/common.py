@@ -33,20 +33,28 @@ def setup(description: str, runs: int = 5, extra=None):
     return args
 
 
-def checkpoint(size: str) -> str:
-    path = ROOT / "var" / "checkpoints" / size
+def checkpoint(size: str, engine: str = "chattts") -> str:
+    """A random checkpoint of `engine` (var/checkpoints/<size> for ChatTTS, <engine>-<size> else)."""
+    path = ROOT / "var" / "checkpoints" / (size if engine == "chattts" else f"{engine}-{size}")
     if not (path / "checkpoint.json").exists():
-        print(f"making the {size} random checkpoint in {path} …", flush=True)
-        from inference.chattts.checkpoint import make_checkpoint
+        print(f"making the {size} random {engine} checkpoint in {path} …", flush=True)
+        from inference import registry
 
-        make_checkpoint(size, path)
+        registry.make_checkpoint(engine, size, path)
     return str(path)
 
 
 class Stack:
-    """Redis + uvicorn + one Celery synthesis worker, all on loopback, stopped on exit."""
+    """Redis + uvicorn + one Celery synthesis worker of `engine`, all on loopback, stopped on exit."""
 
-    def __init__(self, model_dir: str, plan: str = "enterprise", limits: tuple[str, ...] = (), **env: str):
+    def __init__(
+        self,
+        model_dir: str,
+        plan: str = "enterprise",
+        limits: tuple[str, ...] = (),
+        engine: str = "chattts",
+        **env: str,
+    ):
         from tests.stack import free_port, start_web, start_worker, wait_for_workers
 
         self.tmp = Path(tempfile.mkdtemp(prefix="tts-bench-"))
@@ -84,10 +92,12 @@ class Stack:
             DATABASE_URL=f"sqlite:///{self.tmp / 'bench.sqlite3'}",
             REDIS_URL=url,
             CELERY_BROKER_URL=url,
-            TTS_MODEL_DIR=model_dir,
+            TTS_ENGINES=engine,
             PYTHONUNBUFFERED="1",
             **env,
         )
+        self.env[f"TTS_{engine.upper()}_MODEL_DIR"] = model_dir
+        self.engine = engine
         subprocess.check_call([sys.executable, "manage.py", "migrate", "-v", "0"], cwd=ROOT, env=self.env)
         self.key = subprocess.check_output(
             [sys.executable, "manage.py", "create_org", "Bench", "--quiet", "--plan", plan]
@@ -96,7 +106,7 @@ class Stack:
             env=self.env,
             text=True,
         ).strip()
-        self.worker = start_worker(self.env, self.tmp, "bench")
+        self.worker = start_worker(self.env, self.tmp, "bench", queue=f"tts-{engine}")
         self.web, self.base_url = start_web(self.env, self.tmp)
         wait_for_workers(self.redis, "ready", timeout=600, proc=self.worker)
 

@@ -60,7 +60,7 @@ def main() -> None:
         def audio(self, key, samples):
             self.samples += len(samples)
 
-        def done(self, key, tokens):
+        def done(self, key, tokens, words=()):
             pass
 
         def stop_requested(self, key):

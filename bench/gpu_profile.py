@@ -28,7 +28,7 @@ class Sink:
     def audio(self, key, samples):
         pass
 
-    def done(self, key, tokens):
+    def done(self, key, tokens, words=()):
         pass
 
     def stop_requested(self, key):

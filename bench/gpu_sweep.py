@@ -39,7 +39,7 @@ class Clock:
             self.first = time.perf_counter() - self.started
         self.samples += len(samples)
 
-    def done(self, key, tokens):
+    def done(self, key, tokens, words=()):
         pass
 
     def stop_requested(self, key):

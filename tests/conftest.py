@@ -92,8 +92,9 @@ def empty_audio_cache(redis_client):
 class LiveStack:
     base_url: str
     web: stack.Proc
-    worker: stack.Proc
+    worker: stack.Proc  # ChatTTS's (the tiny random checkpoint)
     worker_metrics_port: int
+    kokoro_worker: stack.Proc  # Kokoro's (its tiny random checkpoint)
 
     def client(self, key: str | None = None) -> httpx.Client:
         headers = {"Authorization": f"Bearer {key}"} if key else {}
@@ -106,14 +107,17 @@ def live_stack(django_db_setup, django_db_blocker, tmp_path_factory, redis_clien
     log_dir = tmp_path_factory.mktemp("stack")
     metrics_port = stack.free_port()
     worker = stack.start_worker({**env, "TTS_WORKER_METRICS_PORT": str(metrics_port)}, log_dir, "main")
+    kokoro = stack.start_worker(env, log_dir, "kokoro", queue="tts-kokoro")
     light = stack.start_worker(env, log_dir, "light", queue="default")  # callbacks
     web, base = stack.start_web(env, log_dir)
     try:
-        stack.wait_for_workers(redis_client, "ready", proc=worker)
-        yield LiveStack(base, web, worker, metrics_port)
+        stack.wait_for_workers(redis_client, "ready", proc=worker, engine="chattts")
+        stack.wait_for_workers(redis_client, "ready", proc=kokoro, engine="kokoro")
+        yield LiveStack(base, web, worker, metrics_port, kokoro)
     finally:
         web.stop()
         worker.stop()
+        kokoro.stop()
         light.stop()
 
 

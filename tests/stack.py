@@ -154,12 +154,15 @@ def start_worker(
     )
 
 
-def wait_for_workers(redis_client, status: str, count: int = 1, timeout: float = 90, proc: Proc | None = None):
+def wait_for_workers(
+    redis_client, status: str, count: int = 1, timeout: float = 90, proc: Proc | None = None, engine: str = ""
+):
+    """Wait for `count` registered workers in `status` (of `engine`, when named)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         names = redis_client.zrangebyscore("tts:workers", time.time(), "+inf")
         infos = [json.loads(i) for i in redis_client.hmget("tts:workers:info", names) if i] if names else []
-        matching = [i for i in infos if i["status"] == status]
+        matching = [i for i in infos if i["status"] == status and (not engine or i.get("engine") == engine)]
         if len(matching) >= count:
             return matching
         if proc is not None and proc.popen.poll() is not None:

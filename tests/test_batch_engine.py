@@ -68,7 +68,7 @@ class Recorder:
         self.events.append(("audio", key))
         self.chunks[key].append(samples)
 
-    def done(self, key: str, tokens: int) -> None:
+    def done(self, key: str, tokens: int, words=()) -> None:
         assert key not in self.tokens, "done twice"
         self.events.append(("done", key))
         self.tokens[key] = tokens

@@ -6,6 +6,7 @@ import httpx
 import pytest
 from django.utils import timezone
 
+from inference.registry import SPECS
 from synthesis.models import Job
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -31,13 +32,16 @@ def assert_error(response, status: int, param: str | None = None, code: str | No
     return error
 
 
+QUEUES = [spec.queue_name for spec in SPECS.values()]
+
+
 @pytest.fixture
 def nothing_enqueued(redis_client):
-    """Asserts, after the test, that no job row was written and nothing reached the tts queue."""
-    before = redis_client.llen("tts")
+    """Asserts, after the test, that no job row was written and nothing reached an engine's queue."""
+    before = [redis_client.llen(queue) for queue in QUEUES]
     yield
     assert Job.objects.count() == 0
-    assert redis_client.llen("tts") == before
+    assert [redis_client.llen(queue) for queue in QUEUES] == before
 
 
 def test_missing_key_is_401(live_stack, nothing_enqueued):

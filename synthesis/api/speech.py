@@ -172,6 +172,7 @@ async def speech(request: HttpRequest) -> HttpResponse:
         response = audio_response(result, fmt, sse, owner=not shared)
         response["x-cache"] = "shared" if shared else "miss"
     response["x-seed"] = str(result.seed)
+    response["x-model"] = data["model"]  # the model that spoke (OpenAI's names: the default one)
     return response
 
 
