@@ -287,7 +287,9 @@ class FakeStripe:
         self._stop_event = threading.Event()
 
         self.requests: list[Request] = []
-        self.meter_events: list[dict[str, Any]] = []  # accepted: {event_name, customer, value, identifier, timestamp}
+        self.meter_events: list[
+            dict[str, Any]
+        ] = []  # accepted: {event_name, customer, value, identifier, timestamp, payload}
         self.duplicate_meter_events = 0  # meter events ignored because their identifier was already recorded
         self.events: list[dict[str, Any]] = []  # made by event()
 
@@ -1029,6 +1031,7 @@ class FakeStripe:
                 "value": value,
                 "identifier": identifier,
                 "timestamp": timestamp,
+                "payload": {str(k): str(v) for k, v in payload.items()},
             }
         )
         answer = {

@@ -178,12 +178,16 @@ def test_members_see_the_plan_but_no_billing_actions(client, fake, synced):
     )
 
 
-def ledger_rows(org, characters: list[int], at=None) -> list[UsageEvent]:
+def ledger_rows(org, characters: list[int], at=None, models=("chattts",)) -> list[UsageEvent]:
     return [
         UsageEvent.objects.create(
-            organization=org, characters=c, model="chattts", voice="alloy", created_at=at or timezone.now()
+            organization=org,
+            characters=c,
+            model=models[i % len(models)],
+            voice="alloy",
+            created_at=at or timezone.now(),
         )
-        for c in characters
+        for i, c in enumerate(characters)
     ]
 
 
@@ -203,7 +207,7 @@ def billed_customer(fake, org) -> str:
 def test_usage_goes_to_the_meter_once_per_ledger_row(fake, synced):
     persona = make_persona("Metered")
     customer = billed_customer(fake, persona.org)
-    rows = ledger_rows(persona.org, [120, 0, 35])  # a failed request bills 0: nothing to send
+    rows = ledger_rows(persona.org, [120, 0, 35], models=("chattts", "chattts", "kokoro"))  # 0: nothing to send
     other = make_persona("Unbilled")
     ledger_rows(other.org, [50])  # no Stripe customer: not reported
     assert metering.report_usage() == {"reported": 2, "too_old": 0, "rejected": 0}
@@ -213,6 +217,7 @@ def test_usage_goes_to_the_meter_once_per_ledger_row(fake, synced):
         (meter_identifier(rows[2].pk), 35),
     ]
     assert sent[0]["timestamp"] == int(rows[0].created_at.timestamp())
+    assert [e["payload"]["model"] for e in sent] == ["chattts", "kokoro"]  # each event names its model
     assert metering.report_usage() == {"reported": 0, "too_old": 0, "rejected": 0}
     assert len([e for e in fake.meter_events if e["customer"] == customer]) == 2
 

@@ -172,7 +172,10 @@ REST_FRAMEWORK = {
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "tts_saas API",
-    "DESCRIPTION": "Multi-tenant text-to-speech on ChatTTS; /v1/audio/speech is OpenAI-compatible.",
+    "DESCRIPTION": "Multi-tenant text-to-speech on Kokoro-82M (Apache-2.0: its audio may be sold) and ChatTTS "
+    "(non-commercial weights, CC BY-NC 4.0), chosen per request with `model` (GET /v1/models lists what this "
+    "deployment serves, each with its licence); /v1/audio/speech is OpenAI-compatible. Kokoro's captions carry "
+    "word timings.",
     "VERSION": "1.0.0",
     # 3.1: its schemas are JSON Schema, which can say that an event's `data` holds JSON (contentSchema).
     "OAS_VERSION": "3.1.0",
@@ -273,6 +276,7 @@ TTS_PRECISION = envstr("TTS_PRECISION", "auto")  # the GPT's: auto (= fp32, meas
 TTS_TORCH_THREADS = envint("TTS_TORCH_THREADS", 0)  # a worker's torch threads; 0: auto (CPU: cores - 1)
 TTS_PRODUCT_NAME = envstr("TTS_PRODUCT_NAME", "tts_saas")  # the dashboard's name for the service
 TTS_PRODUCT_LOGO = envstr("TTS_PRODUCT_LOGO", "")  # URL of the logo shown before it (served by the operator), or none
+TTS_SOURCE_URL = envstr("TTS_SOURCE_URL", "")  # where the operator publishes this service's source (AGPL-3.0 §13)
 TTS_MODEL_ALIASES = [a for a in envstr("TTS_MODEL_ALIASES", "tts-1,tts-1-hd,gpt-4o-mini-tts").split(",") if a]
 TTS_MAX_INPUT_CHARS = envint("TTS_MAX_INPUT_CHARS", 4096)
 TTS_MAX_JOB_CHARS = envint("TTS_MAX_JOB_CHARS", 200_000)  # an asynchronous job's input, at most (plans set less)

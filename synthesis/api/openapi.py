@@ -62,13 +62,22 @@ def documented_by(stand_in: type[APIView]):
 class SpeechDoc(APIView):
     @extend_schema(
         summary="Text to speech (OpenAI-compatible)",
-        description="A cache hit returns the whole file; otherwise the audio streams out as it is generated "
-        "(stream_format=sse: speech.audio.delta events, a speech.audio.segment event with the text, start "
-        "and end of each sentence segment as its audio completes, then speech.audio.done). Response headers: x-cache "
-        "(hit, miss, shared), x-seed, x-audio-duration (cache hits), x-request-id. With an Idempotency-Key, a "
-        "retried request follows the job already accepted.",
+        description="`model` picks the engine: `kokoro` (Kokoro-82M, Apache-2.0: may be sold; deterministic, word "
+        "timings) or `chattts` (ChatTTS, non-commercial weights; sampled, inline tags), those this deployment serves "
+        "(GET /v1/models); OpenAI's names mean the default one. An option or inline tag the model does not take is "
+        "a 400 naming it and the model. A cache hit returns the whole file; otherwise the audio streams out as it "
+        "is generated (stream_format=sse: speech.audio.delta events, a speech.audio.segment event with the text, "
+        "start and end of each sentence segment — and on Kokoro its words' timings — as its audio completes, then "
+        "speech.audio.done). Response headers: x-model, x-cache (hit, miss, shared), x-seed, x-audio-duration "
+        "(cache hits), x-request-id. With an Idempotency-Key, a retried request follows the job already accepted.",
         request=SpeechRequestSerializer,
         examples=[
+            OpenApiExample(
+                "Kokoro", {"model": "kokoro", "input": "Hello there.", "voice": "af_heart"}, request_only=True
+            ),
+            OpenApiExample(
+                "ChatTTS", {"model": "chattts", "input": "你好 [laugh]", "voice": "alloy", "seed": 7}, request_only=True
+            ),
             OpenApiExample("Speech", {"model": "tts-1", "input": "Hello there.", "voice": "nova"}, request_only=True),
             OpenApiExample("Events", {"input": "Hello there.", "stream_format": "sse"}, request_only=True),
         ],
@@ -76,8 +85,9 @@ class SpeechDoc(APIView):
             **audio_responses("The audio, in response_format, or its events (stream_format=sse)."),
             **error_responses(
                 {
-                    400: "The request body is not valid.",
-                    403: "The voice or response_format is not in the plan, or the organization is suspended.",
+                    400: "The request body is not valid, or names an option or language the model does not take.",
+                    403: "The model, voice or response_format is not in the plan, or the organization is suspended.",
+                    404: "The model is not served here (model_not_found).",
                     409: "The Idempotency-Key was used with another body, or the job was cancelled.",
                     429: "Rate limit, concurrency cap or monthly character quota (Retry-After).",
                     503: "No synthesis worker, the model is unavailable, or the service is at capacity (Retry-After).",
@@ -86,7 +96,7 @@ class SpeechDoc(APIView):
         },
     )
     def post(self, request):
-        raise NotImplementedError("documentation only: POST /v1/audio/speech is synthesis.views.speech")
+        raise NotImplementedError("documentation only: POST /v1/audio/speech is synthesis.api.speech.speech")
 
 
 class JobStreamDoc(APIView):
@@ -108,7 +118,7 @@ class JobStreamDoc(APIView):
         },
     )
     def get(self, request, job_id):
-        raise NotImplementedError("documentation only: GET /v1/jobs/{job_id}/stream is synthesis.views.job_stream")
+        raise NotImplementedError("documentation only: GET /v1/jobs/{job_id}/stream is synthesis.api.jobs.job_stream")
 
 
 class VoicePreviewQuerySerializer(serializers.Serializer):
@@ -134,7 +144,7 @@ class VoicePreviewDoc(APIView):
         },
     )
     def get(self, request, voice_id):
-        raise NotImplementedError("documentation only: synthesis.views.voice_preview")
+        raise NotImplementedError("documentation only: synthesis.api.speech.voice_preview")
 
 
 def _routes(patterns, prefix: str = ""):

@@ -1,4 +1,4 @@
-"""Caption documents (synthesis.captions): SRT and WebVTT timestamps and numbering, cue text kept on
+"""Caption documents (synthesis.audio.captions): SRT and WebVTT timestamps and numbering, cue text kept on
 one line and escaped where WebVTT needs it, segments without audio left out of the cues."""
 
 from __future__ import annotations
