@@ -287,9 +287,8 @@ class FakeStripe:
         self._stop_event = threading.Event()
 
         self.requests: list[Request] = []
-        self.meter_events: list[
-            dict[str, Any]
-        ] = []  # accepted: {event_name, customer, value, identifier, timestamp, payload}
+        # accepted: {event_name, customer, value, identifier, timestamp, payload}
+        self.meter_events: list[dict[str, Any]] = []
         self.duplicate_meter_events = 0  # meter events ignored because their identifier was already recorded
         self.events: list[dict[str, Any]] = []  # made by event()
 
