@@ -44,6 +44,22 @@ def checkpoint(size: str, engine: str = "chattts") -> str:
     return str(path)
 
 
+class CountingSink:
+    """An engine's batch sink that counts the audio it is given (engine baselines)."""
+
+    def __init__(self):
+        self.samples = 0
+
+    def audio(self, key, samples):
+        self.samples += len(samples)
+
+    def done(self, key, tokens, words=()):
+        pass
+
+    def stop_requested(self, key):
+        return False
+
+
 class Stack:
     """Redis + uvicorn + one Celery synthesis worker of `engine`, all on loopback, stopped on exit."""
 

@@ -18,7 +18,7 @@ import statistics
 import threading
 import time
 
-from common import Stack, checkpoint, setup
+from common import CountingSink, Stack, checkpoint, setup
 
 TEXT = "Hello there, my old friend."  # 215 audio tokens at fixed length: 4.6 s of audio
 VOICES = ["alloy", "nova", "echo", "onyx", "fable", "shimmer", "ash", "sage"]
@@ -53,21 +53,8 @@ def main() -> None:
             for i in range(n)
         ]
 
-    class Count:
-        def __init__(self):
-            self.samples = 0
-
-        def audio(self, key, samples):
-            self.samples += len(samples)
-
-        def done(self, key, tokens, words=()):
-            pass
-
-        def stop_requested(self, key):
-            return False
-
     def engine_run(batch: list[BatchRow]) -> tuple[float, float]:
-        sink = Count()
+        sink = CountingSink()
         started = time.perf_counter()
         engine.generate_batch(batch, sink)
         return time.perf_counter() - started, sink.samples / SAMPLE_RATE

@@ -23,7 +23,7 @@ import threading
 import time
 from pathlib import Path
 
-from common import Stack, checkpoint, setup
+from common import CountingSink, Stack, checkpoint, setup
 
 VOICES = ["af_heart", "am_adam", "bf_emma", "bm_george", "af_sky", "am_michael", "bf_alice", "bm_lewis"]
 
@@ -74,25 +74,12 @@ def main() -> None:
             pass
         return first
 
-    class Count:
-        def __init__(self):
-            self.samples = 0
-
-        def audio(self, key, samples):
-            self.samples += len(samples)
-
-        def done(self, key, tokens, words=()):
-            pass
-
-        def stop_requested(self, key):
-            return False
-
     def engine_batch(first: int, n: int) -> tuple[float, float]:
         rows = [
             BatchRow(str(i), engine.read(text(i)), params(i), engine.row_budget(text(i), params(i)))
             for i in range(first, first + n)
         ]
-        sink = Count()
+        sink = CountingSink()
         started = time.perf_counter()
         engine.generate_batch(rows, sink)
         return time.perf_counter() - started, sink.samples / SAMPLE_RATE
