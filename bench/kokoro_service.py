@@ -133,14 +133,14 @@ def main() -> None:
             gate = threading.Barrier(n + 1)
             results: list[tuple[int, float]] = []
 
-            def client(i: int) -> None:
+            def client(i: int, gate: threading.Barrier, results: list) -> None:
                 with httpx.Client(timeout=600) as http:
                     payload = {**body, "input": text(i), "voice": VOICES[i % len(VOICES)]}
                     gate.wait()
                     response = http.post(f"{stack.base_url}/v1/audio/speech", json=payload, headers=headers)
                     results.append((response.status_code, len(response.content) / 2 / SAMPLE_RATE))
 
-            threads = [threading.Thread(target=client, args=(first + i,)) for i in range(n)]
+            threads = [threading.Thread(target=client, args=(first + i, gate, results)) for i in range(n)]
             for t in threads:
                 t.start()
             gate.wait()

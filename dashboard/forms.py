@@ -10,10 +10,15 @@ from django import forms
 from django.contrib.auth import get_user_model
 from django.contrib.auth.password_validation import validate_password
 from django.utils import timezone
-from django.utils.safestring import mark_safe
+from django.utils.html import format_html
 
 from accounts.models import ApiKey, Membership
+from billing import offer
+from inference.spec import EngineSpec
 from tts_saas.errors import ApiError
+from voices.actions import MAX_MIX
+
+from . import engines
 
 
 class PasswordField(forms.CharField):
@@ -101,11 +106,20 @@ def add_api_error(form: forms.Form, exc: ApiError) -> None:
 
 
 class VoiceForm(forms.Form):
-    """A voice as `synthesis.custom_voices.create_voice` takes it: a seed or an embedding string."""
+    """A voice as `voices.actions.create_voice` takes it: its model (one the plan allows), then
+    what that model can make, as its spec says — a speaker from a seed or an embedding string, or
+    a mix of built-in voices: rows of a voice and its weight, usable without JavaScript."""
 
     name = forms.CharField(required=False)
     description = forms.CharField(required=False)
+    model = forms.ChoiceField(
+        widget=forms.RadioSelect,
+        error_messages={
+            "invalid_choice": "%(value)s is not a model your plan includes here: pick one of those listed."
+        },
+    )
     source = forms.ChoiceField(
+        required=False,
         choices=[("seed", "From a seed"), ("embedding", "From a speaker embedding string")],
         widget=forms.RadioSelect,
         initial="seed",
@@ -122,30 +136,96 @@ class VoiceForm(forms.Form):
         help_text="What ChatTTS's Chat.sample_random_speaker() returns (about 850 characters).",
     )
 
+    rows: list[int]  # the mix rows sent, in order (the API's mix[i] is the row rows[i])
+
+    def __init__(self, *args, specs: list[EngineSpec], default: str = "", allowed_voices: tuple = (), **kwargs):
+        super().__init__(*args, **kwargs)
+        self.specs = {spec.name: spec for spec in specs}
+        self.fields["model"].choices = [(spec.name, engines.label(spec)) for spec in specs]
+        self.fields["model"].initial = default if default in self.specs else next(iter(self.specs), None)
+        voices = [("", "—")] + [
+            (spec.title, [(v.id, f"{v.id} — {v.description}") for v in spec.voices if _allowed(v.id, allowed_voices)])
+            for spec in self.mixing()
+        ]
+        self.rows = []
+        for row in range(MAX_MIX):
+            self.fields[f"mix_voice_{row}"] = forms.ChoiceField(
+                required=False, choices=voices, label=f"Voice {row + 1}"
+            )
+            self.fields[f"mix_weight_{row}"] = forms.FloatField(
+                required=False,
+                label=f"Weight {row + 1}",
+                widget=forms.NumberInput(attrs={"min": 0, "step": "any", "placeholder": "1"}),
+            )
+
+    def mixing(self) -> list[EngineSpec]:
+        """The models offered that make voices as mixes (`features.mixed_voices`)."""
+        return [spec for spec in self.specs.values() if spec.features.mixed_voices]
+
+    def speaking(self) -> list[EngineSpec]:
+        """The models offered that make voices from a seed or an embedding (`features.speaker_voices`)."""
+        return [spec for spec in self.specs.values() if spec.features.speaker_voices]
+
+    def mix_rows(self):
+        """The mix's (voice, weight) fields, row by row, for the template."""
+        return [(self[f"mix_voice_{row}"], self[f"mix_weight_{row}"]) for row in range(MAX_MIX)]
+
     def body(self) -> dict:
         data = self.cleaned_data
-        body = {"name": data["name"], "description": data["description"]}
-        if data["source"] == "embedding":
+        spec = self.specs[data["model"]]
+        body = {"name": data["name"], "description": data["description"], "model": spec.name}
+        self.rows = [row for row in range(MAX_MIX) if data[f"mix_voice_{row}"] or data[f"mix_weight_{row}"] is not None]
+        if self.rows or (spec.features.mixed_voices and not spec.features.speaker_voices):
+            # A blank weight is 1; the model refuses a mix if it makes none (and says what it makes).
+            body["mix"] = [
+                {"voice": data[f"mix_voice_{row}"], "weight": _or_one(data[f"mix_weight_{row}"])} for row in self.rows
+            ]
+        elif data["source"] == "embedding":
             body["speaker"] = data["speaker"]
         else:
             body["seed"] = data["seed"]
         return body
 
+    def add_api_error(self, exc: ApiError) -> None:
+        """The API's message on its field; `mix[1].weight: …` on the weight of the second row sent."""
+        if not (exc.param or "").startswith("mix"):
+            add_api_error(self, exc)
+            return
+        found = re.search(r"mix\[(\d+)\](?:\.(\w+))?", f"{exc.param} {exc.message}")
+        index = int(found.group(1)) if found else 0
+        row = self.rows[index] if index < len(self.rows) else (self.rows[0] if self.rows else 0)
+        field = f"mix_weight_{row}" if found and found.group(2) == "weight" else f"mix_voice_{row}"
+        message = re.sub(r"^mix(\[\d+\])?(\.\w+)?: ", "", exc.message)
+        self.add_error(field, message[:1].upper() + message[1:])
+
+
+def _allowed(voice: str, allowed: tuple) -> bool:
+    return not allowed or voice in allowed
+
+
+def _or_one(weight: float | None) -> float:
+    return 1.0 if weight is None else weight
+
 
 CASE_MARK = "(case)"  # ends an entry's line: the entry is case-sensitive
+# What follows ` = ` on an entry's line: an alias, phonemes between slashes, or an alias then phonemes.
+READING = re.compile(r"(?:(?P<alias>.*?)\s+)?/(?P<phonemes>[^/]*)/|(?P<only>.*)", re.DOTALL)
 
 
 def entry_lines(entries: list[dict]) -> str:
-    """A lexicon's entries as the lexicon form shows them, one a line: `text = alias`, then
-    ` (case)` for a case-sensitive entry."""
-    return "\n".join(
-        f"{e['text']} = {e['alias']}" + (f" {CASE_MARK}" if e.get("case_sensitive") else "") for e in entries
-    )
+    """A lexicon's entries as the lexicon form shows them, one a line: `text = alias`,
+    `text = /phonemes/` or `text = alias /phonemes/`, then ` (case)` for a case-sensitive entry."""
+    lines = []
+    for e in entries:
+        phonemes = e.get("phonemes", "")
+        reading = " ".join(part for part in (e.get("alias", ""), f"/{phonemes}/" if phonemes else "") if part)
+        lines.append(f"{e['text']} = {reading}" + (f" {CASE_MARK}" if e.get("case_sensitive") else ""))
+    return "\n".join(lines)
 
 
 class LexiconForm(forms.Form):
-    """A lexicon as `synthesis.lexicons.save_lexicon` takes it; only the line format of the
-    entries is checked here (`entry_lines`), `entries[N]` in the API's messages becomes a line."""
+    """A lexicon as `voices.lexicons.save_lexicon` takes it; only the line format of the entries
+    is checked here (`entry_lines`), `entries[N]` in the API's messages becomes a line."""
 
     name = forms.CharField(required=False)
     is_default = forms.BooleanField(required=False, label="Default: applies to every request")
@@ -153,14 +233,25 @@ class LexiconForm(forms.Form):
         required=False,
         strip=False,
         widget=forms.Textarea(attrs={"rows": 12, "spellcheck": "false"}),
-        help_text=mark_safe(  # a constant of ours
-            "One a line, <code>text = alias</code>, e.g. <code>SQL = sequel</code>. End a line with "
-            "<code>(case)</code> to match that case only (<code>NASA = nasa (case)</code>); otherwise any case "
-            "matches. Entries match whole words, the longest first; blank lines are skipped."
-        ),
     )
 
     lines: list[int]  # the line of each entry, once cleaned
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        specs = offer.served()
+        reading = ", ".join(s.title for s in specs if s.features.phoneme_lexicons) or "none served here"
+        others = ", ".join(s.title for s in specs if not s.features.phoneme_lexicons) or "none served here"
+        self.fields["entries"].help_text = format_html(
+            "One a line, <code>text = alias</code>, e.g. <code>SQL = sequel</code>. Phonemes may replace the alias "
+            "or follow it, between slashes: <code>Kokoro = /kˈOkəɹO/</code>, <code>SQL = sequel /sˈikwəl/</code>. "
+            "Models that read phonemes ({}) use them, in misaki's notation; the others ({}) read the alias, and "
+            "leave a word that has phonemes only as it is. End a line with <code>(case)</code> to match that case "
+            "only (<code>NASA = nasa (case)</code>); otherwise any case matches. Entries match whole words, the "
+            "longest first; blank lines are skipped.",
+            reading,
+            others,
+        )
 
     def clean_entries(self) -> list[dict]:
         entries, self.lines = [], []
@@ -171,10 +262,21 @@ class LexiconForm(forms.Form):
             case_sensitive = line.endswith(CASE_MARK)
             if case_sensitive:
                 line = line.removesuffix(CASE_MARK).rstrip()
-            text, found, alias = line.partition(" = " if " = " in line else "=")
+            text, found, reading = line.partition(" = " if " = " in line else "=")
             if not found:
-                raise forms.ValidationError(f"Line {number}: write an entry as text = alias.")
-            entries.append({"text": text.strip(), "alias": alias.strip(), "case_sensitive": case_sensitive})
+                raise forms.ValidationError(f"Line {number}: write an entry as text = alias, or text = /phonemes/.")
+            parts = READING.fullmatch(reading.strip())
+            assert parts is not None  # the last alternative matches anything
+            alias, phonemes = (
+                (parts["alias"] or "", parts["phonemes"]) if parts["only"] is None else (parts["only"], "")
+            )
+            entry = {
+                "text": text.strip(),
+                "alias": alias.strip(),
+                "phonemes": phonemes.strip(),
+                "case_sensitive": case_sensitive,
+            }
+            entries.append(entry)
             self.lines.append(number)
         return entries
 

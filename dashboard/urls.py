@@ -20,7 +20,11 @@ urlpatterns = [
     path("members/<int:membership_id>/role", team.change_role, name="change-role"),
     path("voices", voices.voices, name="voices"),
     re_path(r"^voices/(?P<voice_id>voice_[0-9a-f]{16})/delete$", voices.delete_voice, name="delete-voice"),
-    re_path(r"^voices/(?P<voice_id>voice_[0-9a-f]{16}|[a-z]+)/preview$", voices.voice_preview, name="voice-preview"),
+    re_path(
+        r"^voices/(?P<voice_id>voice_[0-9a-f]{16}|[a-z]+(?:_[a-z]+)?)/preview$",
+        voices.voice_preview,
+        name="voice-preview",
+    ),
     path("lexicons", lexicons.lexicons, name="lexicons"),
     re_path(r"^lexicons/(?P<lexicon_id>lex_[0-9a-f]{16})$", lexicons.lexicon, name="lexicon"),
     re_path(r"^lexicons/(?P<lexicon_id>lex_[0-9a-f]{16})/delete$", lexicons.delete_lexicon, name="delete-lexicon"),

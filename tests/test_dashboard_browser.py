@@ -93,9 +93,9 @@ def test_an_owner_makes_a_voice_and_a_lexicon(live_stack):
         page.click("text=Create voice")
         assert "Voice Narrator created" in page.locator(".messages").inner_text()
         assert page.locator("#voice-usage").inner_text() == "1 of 3 voices of your own used"
-        row = page.locator("#voices tbody tr[data-voice^='voice_']")  # the one voice of its own
+        row = page.locator("#own-voices tbody tr[data-voice^='voice_']")  # the one voice of its own
         voice_id = row.get_attribute("data-voice")
-        assert row.locator("td").all_inner_texts()[:5] == ["Narrator", voice_id, "Calm and slow.", "seed 42", "yes"]
+        assert row.locator("td").all_inner_texts()[:5] == ["Narrator", voice_id, "ChatTTS", "Calm and slow.", "seed 42"]
         assert "not billed" in row.inner_text()
 
         row.locator("button.preview").click()
@@ -135,6 +135,8 @@ def test_pages_fit_a_phone_width(live_stack):
             "/dashboard/voices",
             "/dashboard/lexicons",
             "/dashboard/jobs",
+            "/dashboard/usage",
+            "/dashboard/docs",
         ):
             page.goto(f"{live_stack.base_url}{path}")
             overflow = page.evaluate("document.documentElement.scrollWidth - window.innerWidth")

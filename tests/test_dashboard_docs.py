@@ -100,7 +100,9 @@ def test_the_websocket_protocol_is_rendered_as_html_with_anchors_and_contents(cl
     tables = page.find("table")
     assert len(tables) == 3
     first_cell = page.find("td")[0]["text"]
-    assert first_cell == '{"type": "synthesize", "id": "u1", "text": "…", "voice": "alloy", "format": "pcm", …}'
+    assert first_cell == (
+        '{"type": "synthesize", "id": "u1", "model": "kokoro", "text": "…", "voice": "af_heart", "format": "pcm", …}'
+    )
     assert any(td["text"] == "4008" for td in page.find("td"))
     assert markup.count('<div class="table-wrap" tabindex="0"><table>') == 3
     assert page.one("code", **{"class": "language-json"})["text"].strip() == (

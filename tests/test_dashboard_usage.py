@@ -222,6 +222,70 @@ def test_csv_downloads_per_day_and_per_key(client):
     assert client.get("/dashboard/usage.csv?by=voice").status_code == 400
 
 
+def test_usage_by_model_sums_each_models_ledger_rows_on_the_page_and_in_csv(client):
+    org = signup(client)
+    now = today()
+    event(org, model="kokoro", characters=600, audio_seconds=90.0, created_at=at(now))
+    event(org, model="kokoro", characters=150, audio_seconds=30.0, cached=True, created_at=at(now - timedelta(days=2)))
+    event(org, model="kokoro", characters=0, status=UsageEvent.Status.FAILED, created_at=at(now))
+    event(org, model="chattts", characters=400, audio_seconds=60.0, created_at=at(now))
+    event(org, model="kokoro", characters=9_999, created_at=at(now - timedelta(days=10)))  # before the period
+    event(org, model="tts-1", characters=20, created_at=at(now))  # a ledger row from before models were engines
+    other = Organization.objects.create(name="Globex", slug="globex")
+    event(other, model="kokoro", characters=5_000, created_at=at(now))  # another organization's
+
+    page = text(client.get("/dashboard/usage?days=7"))
+    assert "<h2>By model</h2>" in page
+    assert row_of(page, 'data-model="kokoro"') == "Kokoro-82M kokoro 3 750 2.0 1 1"
+    assert row_of(page, 'data-model="chattts"') == "ChatTTS chattts 1 400 1.0 0 0"
+    assert row_of(page, 'data-model="tts-1"') == "tts-1 1 20 0 0 0"
+    assert page.index('data-model="kokoro"') < page.index('data-model="chattts"')  # most characters first
+
+    link = re.search(r'<a class="button" href="([^"]+)" download>Download CSV, per model</a>', page).group(1)
+    assert link == "/dashboard/usage.csv?by=model&days=7"
+    by_model = client.get(link)
+    start = now - timedelta(days=6)
+    assert by_model.status_code == 200 and by_model["Content-Disposition"] == (
+        f'attachment; filename="analytical-engines-usage-by-model-{start}-to-{now}.csv"'
+    )
+    rows = list(csv.reader(io.StringIO(by_model.content.decode())))
+    assert rows[0] == [
+        "model",
+        "model_title",
+        "requests",
+        "succeeded",
+        "failed",
+        "cancelled",
+        "cache_hits",
+        "characters",
+        "audio_seconds",
+    ]
+    assert rows[1:] == [
+        ["kokoro", "Kokoro-82M", "3", "2", "1", "0", "1", "750", "120.0"],
+        ["chattts", "ChatTTS", "1", "1", "0", "0", "0", "400", "60.0"],
+        ["tts-1", "tts-1", "1", "1", "0", "0", "0", "20", "0.0"],
+    ]
+    month = client.get(f"/dashboard/usage.csv?by=model&start={now - timedelta(days=30)}&end={now}")
+    kokoro = next(r for r in csv.reader(io.StringIO(month.content.decode())) if r[0] == "kokoro")
+    assert kokoro[7] == str(600 + 150 + 9_999)  # a longer period takes the older row in
+
+
+def test_history_has_a_model_column_and_filter(client):
+    org = signup(client)
+    event(org, request_id="req_k", model="kokoro", voice="af_heart")
+    event(org, request_id="req_c", model="chattts")
+    page = text(client.get("/dashboard/history"))
+    assert '<th scope="col">Model</th>' in page and '<option value="kokoro">Kokoro-82M</option>' in page
+    rows = history_rows(page)
+    kokoro = next(r for r in rows if 'data-request="req_k"' in r)
+    assert '<td class="model" data-model="kokoro">Kokoro-82M</td>' in kokoro and "af_heart" in kokoro
+    only = history_rows(text(client.get("/dashboard/history?model=kokoro")))
+    assert len(only) == 1 and 'data-request="req_k"' in only[0]
+    assert '<option value="kokoro" selected>' in text(client.get("/dashboard/history?model=kokoro"))
+    refused = text(client.get("/dashboard/history?model=nope"))  # not a model: shown as an error, not applied
+    assert "Select a valid choice." in refused and len(history_rows(refused)) == 2
+
+
 def test_history_lists_every_request_with_cache_hits_as_their_own_rows(client):
     org = signup(client)
     key, _ = org.create_api_key("backend")

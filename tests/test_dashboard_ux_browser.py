@@ -262,6 +262,7 @@ def make_things(email: str) -> dict[str, str]:
     org = owner.memberships.get().organization
     org.create_api_key("a key")
     create_voice(org, {"name": "Narrator", "seed": 42})
+    create_voice(org, {"name": "Blend", "model": "kokoro", "mix": [{"voice": "af_heart", "weight": 1}]})
     lexicon = save_lexicon(Lexicon(organization=org), {"name": "Brands", "entries": [{"text": "SQL", "alias": "x"}]})
     invitation = actions.invite(org, "new@example.com", "member", invited_by=owner, accept_url=lambda token: token)
     key, _ = org.create_api_key("backend")
@@ -303,6 +304,17 @@ def test_axe_finds_no_serious_violation_on_any_dashboard_page(live_stack):
         page.click("text=Create key")
         page.locator("#id_name[aria-invalid=true]").wait_for()
         check(page, "member /dashboard/keys with a form error")
+        page.goto(f"{base}/dashboard/voices")  # the Kokoro mix form, with an error on a row
+        page.check("#id_model_1")
+        page.fill("#id_name", "Twice")
+        page.select_option("#id_mix_voice_0", "af_heart")
+        page.select_option("#id_mix_voice_1", "af_heart")
+        page.click("text=Create voice")
+        page.locator("#id_mix_voice_1[aria-invalid=true]").wait_for()
+        check(page, "member /dashboard/voices with a mix error")
+        page.goto(f"{base}/dashboard/playground?model=kokoro")  # the other model's voices and options
+        page.locator("#pg-seed").wait_for(state="hidden")
+        check(page, "member /dashboard/playground on Kokoro")
         page.goto(f"{base}/dashboard/playground")  # after playing: the player and the download
         page.fill("#pg-seed", "3")
         page.click("#pg-play")

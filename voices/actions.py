@@ -126,6 +126,7 @@ def create_voice(org, body) -> Voice:
         raise validation_error(incoming.errors)
     data = incoming.validated_data
     spec = model_of(data)
+    offer.check_allowed(limits_for(org), spec)
     if "mix" in data:
         if not spec.features.mixed_voices:
             raise _refuse(spec, "as a mix of voices", "Give a seed or a speaker embedding string.", "mix")
@@ -146,6 +147,7 @@ def create_voice_from_recording(org, body) -> Voice:
         raise validation_error(incoming.errors)
     data = incoming.validated_data
     spec = model_of(data)
+    offer.check_allowed(limits_for(org), spec)
     if not spec.features.recording_voices:
         instead = (
             "It has no voice cloning: its voices are trained style vectors. Make a mix of its built-in voices "

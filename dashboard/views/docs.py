@@ -1,6 +1,7 @@
-"""The docs page: links to the API reference and schema, ready-to-run examples with the user's
-base URL (the key comes from the environment, never from the page), and the WebSocket protocol
-rendered from docs/websocket.md."""
+"""The docs page: links to the API reference and schema, the models served (each one's code and
+weights licences, whether its audio may be sold, languages, features and options: from its spec),
+ready-to-run examples with the user's base URL (the key comes from the environment, never from the
+page), and the WebSocket protocol rendered from docs/websocket.md."""
 
 from __future__ import annotations
 
@@ -17,6 +18,10 @@ from django.utils.text import slugify
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
+from billing import offer
+from billing.limits import limits_for
+
+from .. import engines
 from ..access import member_required, page
 
 DOCS_DIR = Path(settings.BASE_DIR) / "docs"
@@ -213,11 +218,14 @@ def snippets(base_url: str) -> list[Snippet]:
 @member_required
 def docs(request):
     base_url = request.build_absolute_uri("/v1")
+    allowed = {spec.name for spec in offer.allowed_specs(limits_for(request.principal.organization))}
     return page(
         request,
         "docs.html",
         "docs",
         base_url=base_url,
+        models=[engines.card(spec, spec.name in allowed) for spec in offer.served()],
+        default_model=offer.default_spec().name,
         snippets=snippets(base_url),
         protocol=websocket_protocol(),
     )

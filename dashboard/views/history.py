@@ -1,6 +1,6 @@
 """History: every request of the organization, one ledger row each (cache hits included; failed
-ones are listed but not billed), newest first, filtered and paged, with its job's error and its
-audio where some is kept.
+ones are listed but not billed), newest first, filtered (by key, model, outcome, dates, request id)
+and paged, with its model, its job's error and its audio where some is kept.
 
 Which audio is kept: an asynchronous job's stored file (until the job is deleted after
 TTS_JOB_RETENTION_HOURS); a seeded request's audio in the audio cache (until it expires or is
@@ -23,12 +23,14 @@ from django.utils.http import content_disposition_header
 
 from accounts.models import ApiKey
 from accounts.tenancy import scoped
+from billing import offer
 from billing.models import UsageEvent
 from synthesis.audio import cache
 from synthesis.audio.formats import encode, output_format, wav_header
 from synthesis.models import Job
 
 from ..access import member_required, page
+from ..engines import title_of
 from .usage import NO_KEY
 
 PAGE_SIZE = 50
@@ -38,6 +40,7 @@ BLOCK = 64 * 1024
 
 class HistoryFilter(forms.Form):
     key = forms.ChoiceField(required=False, label="Key")
+    model = forms.ChoiceField(required=False, label="Model")
     status = forms.ChoiceField(required=False, choices=[("", "Any"), *UsageEvent.Status.choices])
     cached = forms.ChoiceField(
         required=False, label="Cache hit", choices=[("", "Any"), ("yes", "Cache hits only"), ("no", "Generated only")]
@@ -54,6 +57,7 @@ class HistoryFilter(forms.Form):
             ("none", NO_KEY),
             *((k.prefix, f"{k.name} (tts_{k.prefix}_…){' revoked' if k.revoked_at else ''}") for k in keys),
         ]
+        self.fields["model"].choices = [("", "Any"), *((spec.name, spec.title) for spec in offer.served())]
 
     def clean(self):
         data = super().clean()
@@ -69,6 +73,8 @@ class HistoryFilter(forms.Form):
             events = events.filter(api_key__isnull=True)
         elif data.get("key"):
             events = events.filter(api_key__prefix=data["key"])
+        if data.get("model"):
+            events = events.filter(model=data["model"])
         if data.get("status"):
             events = events.filter(status=data["status"])
         if data.get("cached"):
@@ -170,6 +176,7 @@ def history(request):
                 "event": event,
                 "job": job,
                 "key": event.api_key,
+                "model": title_of(event.model),
                 "audio": row_audio(event, job, in_cache),
             }
         )

@@ -1,29 +1,34 @@
-"""The playground, which speaks through the WebSocket with a member's ticket: a character counter
-with the month's remaining quota, Stop, replay and seeking of what was generated (no second bill),
-a download in the format picked (what was generated, encoded here: never generated twice) and the
-request as curl or Python code."""
+"""The playground, which speaks through the WebSocket with a member's ticket: a model picker (the
+served models the plan allows, each with its licence), the voices and options of the model picked
+(from its spec), a character counter with the month's remaining quota (at the plan's weight for the
+model), Stop, replay and seeking of what was generated (no second bill), a download in the format
+picked (what was generated, encoded here: never generated twice) and the request as curl or Python
+code."""
 
 from __future__ import annotations
 
 import logging
+import re
 import secrets
 
 import redis
 from django.http import HttpResponse, JsonResponse
 from django.views.decorators.http import require_POST
+from rest_framework import serializers
 
 from accounts.auth import issue_ticket
-from accounts.tenancy import scoped
 from billing import offer
-from billing.limits import limits_for
+from billing.limits import Limits, limits_for
 from billing.usage import month_summary
+from inference.spec import EngineSpec
+from synthesis.api.serializers import SpeechRequestSerializer
 from synthesis.audio import formats as audio
 from tts_saas.errors import error_response
 from tts_saas.limits import large_body
 from tts_saas.redis import get_redis
-from voices.catalog import builtin_listing
-from voices.models import Voice
+from voices.catalog import builtin_listing, own_voices
 
+from .. import engines
 from ..access import member_required, page, require_active
 from ..throttles import by_user, throttled
 
@@ -32,23 +37,89 @@ logger = logging.getLogger(__name__)
 
 @member_required
 def playground(request):
-    """The plan's built-in voices, then the organization's own (by id); `?voice=` preselects one."""
+    """`?model=` and `?voice=` preselect (an own voice alone names its model); else the default model."""
     org = request.principal.organization
     limits = limits_for(org)
     month = month_summary(org)
-    voices = builtin_listing(offer.default_spec(), limits.allowed_voices)
+    specs = offer.allowed_specs(limits)
+    own = list(own_voices(org).only("id", "name", "model"))
+    selected = request.GET.get("voice", "")
+    chosen = chosen_model(specs, request.GET.get("model", ""), selected, {v.id: v.model for v in own})
+    options = offered_options(specs)
     return page(
         request,
         "playground.html",
         "playground",
-        voices=voices,
-        own_voices=scoped(Voice, org).order_by("created_at").only("id", "name"),
-        selected=request.GET.get("voice", ""),
+        models=[model_entry(spec, limits, [v for v in own if v.model == spec.name]) for spec in specs],
+        model=chosen.name if chosen else "",
+        seed=[o for o in options if o["name"] == "seed"],
+        options=[o for o in options if o["name"] != "seed"],
+        selected=selected,
         formats=[audio.output_format(name) for name in download_formats(limits.allowed_formats)],
         max_chars=limits.max_input_chars,
         remaining=max(0, month.limits.monthly_characters - month.used),
         base_url=request.build_absolute_uri("/v1").rstrip("/"),
     )
+
+
+def chosen_model(specs: list[EngineSpec], asked: str, voice: str, own: dict[str, str]) -> EngineSpec | None:
+    """The model asked for if the plan allows it, else the one of the organization's voice asked
+    for, else the default model (or the first allowed one) — one that has the voice if any does."""
+    allowed = {spec.name: spec for spec in specs}
+    if asked in allowed:
+        return allowed[asked]
+    if own.get(voice) in allowed:
+        return allowed[own[voice]]
+    default = offer.default_spec().name
+    ordered = sorted(specs, key=lambda spec: spec.name != default)
+    return next((spec for spec in ordered if voice and spec.voice(voice)), ordered[0] if ordered else None)
+
+
+def model_entry(spec: EngineSpec, limits: Limits, own: list) -> dict:
+    """A model of the picker: its card, the plan's weight, its built-in voices the plan allows
+    (OpenAI's names say which of the engine's voices they are) and the organization's own."""
+    builtin = []
+    for voice in builtin_listing(spec, limits.allowed_voices):
+        engine_id = spec.voice(voice["id"]).id  # type: ignore[union-attr]  # listed: it exists
+        label = voice["name"] if engine_id == voice["id"] else f"{voice['name']} ({engine_id})"
+        builtin.append({"id": voice["id"], "label": label})
+    weight = float(limits.model_weights.get(spec.name, 1.0))
+    card = engines.card(spec)
+    hint = ", ".join(card["languages"]) + (f" · each character billed as {weight:g}" if weight != 1 else "")
+    return {**card, "weight": weight, "hint": hint, "builtin": builtin, "own": own}
+
+
+def offered_options(specs: list[EngineSpec]) -> list[dict]:
+    """The request's options beyond text, voice and speed that some allowed model takes, as inputs
+    (ranges and defaults from the speech request's fields); `models` says which take each: the
+    seed those it changes (`features.seeds`), the others those whose spec lists them."""
+    out = []
+    for name, field in SpeechRequestSerializer().fields.items():
+        takers = [s.name for s in specs if (s.features.seeds if name == "seed" else name in s.options)]
+        if not takers:
+            continue
+        hint = re.sub(r"^[^:]{1,40} only: ", "", field.help_text or "")  # "ChatTTS only: …": the picker says so
+        out.append(
+            {
+                "name": name,
+                "id": f"pg-{name.replace('_', '-')}",
+                "label": name.replace("_", " ").capitalize().replace("Top ", "Top-"),
+                "type": input_type(field),
+                "min": getattr(field, "min_value", None),
+                "max": getattr(field, "max_value", None),
+                "step": 1 if isinstance(field, serializers.IntegerField) else "any",
+                "placeholder": "random" if name == "seed" else field.default,
+                "hint": "" if name == "seed" else hint[:1].upper() + hint[1:],
+                "models": " ".join(takers),
+            }
+        )
+    return out
+
+
+def input_type(field: serializers.Field) -> str:
+    if isinstance(field, serializers.BooleanField):
+        return "checkbox"
+    return "number" if isinstance(field, serializers.IntegerField | serializers.FloatField) else "text"
 
 
 @require_POST

@@ -1,12 +1,14 @@
 """Usage: a period's characters, requests or audio minutes per day (a chart with its table), the
-period's totals, a breakdown per API key, and both as CSV downloads. Everything is read from the
-ledger through billing.usage.usage_report, as /v1/usage reads it; days are UTC."""
+period's totals, a breakdown per model and per API key, and each as a CSV download. Everything is
+read from the ledger: per day and per key through billing.usage.usage_report, as /v1/usage reads
+it; per model with the same totals, grouped by the ledger's `model` (the engine that spoke); days
+are UTC."""
 
 from __future__ import annotations
 
 import csv
 from dataclasses import dataclass
-from datetime import UTC, date, timedelta
+from datetime import UTC, date, datetime, time, timedelta
 from urllib.parse import urlencode
 
 from django import forms
@@ -22,6 +24,7 @@ from billing.usage import REPORT_TOTALS, usage_report
 
 from ..access import member_required, page
 from ..charts import Metric, bar_chart, days_between, minutes, number
+from ..engines import title_of
 
 PRESETS = (7, 30, 90)  # "last N days", today included
 DEFAULT_DAYS = 30
@@ -138,6 +141,18 @@ def per_key(org, period: Period) -> list[dict]:
     return sorted(rows, key=lambda r: (-r["characters"], -r["all_requests"], r["key_id"] or ""))
 
 
+def per_model(org, period: Period) -> list[dict]:
+    """The period's totals per model (the ledger's engine name), most characters first."""
+    since = datetime.combine(period.start, time.min, tzinfo=UTC)
+    until = datetime.combine(period.end + timedelta(days=1), time.min, tzinfo=UTC)
+    events = scoped(UsageEvent, org).filter(created_at__gte=since, created_at__lt=until)
+    rows = [
+        {**row, "characters": row["characters"] or 0, "audio_seconds": round(row["audio_seconds"] or 0.0, 3)}
+        for row in events.values("model").annotate(**REPORT_TOTALS).order_by("model")
+    ]
+    return sorted(rows, key=lambda r: (-r["characters"], -r["all_requests"], r["model"]))
+
+
 def shown_row(row: dict) -> dict:
     """A report row as the page shows it: thousands separators, audio in minutes (the CSV has the
     succeeded and cancelled counts too)."""
@@ -164,6 +179,7 @@ def usage(request):
     days, total = per_day(org, period)
     chart = bar_chart([(day, shown.value(row)) for day, row in days], shown.metric)
     keys = per_key(org, period)
+    models = per_model(org, period)
     return page(
         request,
         "usage.html",
@@ -194,9 +210,11 @@ def usage(request):
             {"name": row["key_name"] or NO_KEY, "prefix": row["key_id"], "revoked": row["revoked"], **shown_row(row)}
             for row in keys
         ],
+        models=[{"name": row["model"], "title": title_of(row["model"]), **shown_row(row)} for row in models],
         no_key=NO_KEY,
         csv_by_day=link("dashboard:usage-csv", by="day", **period.query),
         csv_by_key=link("dashboard:usage-csv", by="key", **period.query),
+        csv_by_model=link("dashboard:usage-csv", by="model", **period.query),
     )
 
 
@@ -222,12 +240,14 @@ def cell(text: str) -> str:
 
 @member_required
 def usage_csv(request):
-    """The period per day (every day, zeros included) or per key, as a CSV download."""
+    """The period per day (every day, zeros included), per key or per model, as a CSV download."""
     org = request.principal.organization
     by = request.GET.get("by", "day")
     period, form = chosen_period(request.GET)
-    if by not in ("day", "key") or form.errors:
-        return HttpResponseBadRequest("Choose by=day or by=key and a valid period (start and end, at most 366 days).")
+    if by not in ("day", "key", "model") or form.errors:
+        return HttpResponseBadRequest(
+            "Choose by=day, by=key or by=model and a valid period (start and end, at most 366 days)."
+        )
     response = HttpResponse(content_type="text/csv; charset=utf-8")
     filename = f"{org.slug}-usage-by-{by}-{period.start.isoformat()}-to-{period.end.isoformat()}.csv"
     response["Content-Disposition"] = content_disposition_header(as_attachment=True, filename=filename)
@@ -236,6 +256,11 @@ def usage_csv(request):
         days, _ = per_day(org, period)
         out.writerow(["date", *CSV_COLUMNS])
         out.writerows([day.isoformat(), *csv_values(row)] for day, row in days)
+    elif by == "model":
+        out.writerow(["model", "model_title", *CSV_COLUMNS])
+        out.writerows(
+            [cell(row["model"]), cell(title_of(row["model"])), *csv_values(row)] for row in per_model(org, period)
+        )
     else:
         out.writerow(["key_name", "key_prefix", *CSV_COLUMNS])
         out.writerows(

@@ -1,93 +1,138 @@
-"""Voices: the built-in ones (read-only) and the organization's own, made from a seed or a ChatTTS
-speaker embedding string by `voices.actions.create_voice` (as the API makes them) and
-deleted; owners and admins change them. Any voice can be heard: `voice_preview` is the API's
-preview (`synthesis.api.speech.preview`: a fixed sentence, cached, not billed)."""
+"""Voices: the built-in ones of every model served (read-only, a section per model with its
+licence) and the organization's own, each of one model, made by `voices.actions.create_voice` (as
+the API makes them) from what the model can make — a speaker from a seed or an embedding string, or
+a mix of built-in voices — and deleted; owners and admins change them. Any voice can be heard:
+`voice_preview` is the API's preview (`synthesis.api.speech.preview`: a fixed sentence, cached, not
+billed) on the model `?model=` names (an own voice: its own model)."""
 
 from __future__ import annotations
+
+from urllib.parse import urlencode
 
 from asgiref.sync import async_to_sync
 from django.contrib import messages
 from django.http import Http404, HttpResponse
 from django.shortcuts import redirect
+from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from accounts.tenancy import scoped
 from billing import offer
 from billing.limits import limits_for
+from inference.spec import EngineSpec
 from synthesis.api.speech import preview
 from synthesis.audio.formats import encode
 from synthesis.service.prepared import CachedSpeech
 from tts_saas.errors import ApiError
 from voices.actions import create_voice
-from voices.catalog import builtin_listing
+from voices.catalog import builtin_listing, own_voices
 from voices.models import Voice
 
+from .. import engines
 from ..access import member_required, page, require_admin
-from ..forms import VoiceForm, add_api_error
+from ..forms import VoiceForm
 
 
 @member_required
 def voices(request):
     org = request.principal.organization
-    form = VoiceForm(request.POST or None)
+    limits = limits_for(org)
+    allowed = offer.allowed_specs(limits)
+    form = VoiceForm(
+        request.POST or None, specs=allowed, default=offer.default_spec().name, allowed_voices=limits.allowed_voices
+    )
     if request.method == "POST":
         require_admin(request, "create voices")
         if form.is_valid():
             try:
                 voice = create_voice(org, form.body())
             except ApiError as exc:
-                add_api_error(form, exc)
+                form.add_api_error(exc)
             else:
                 messages.info(request, f"Voice {voice.name} created: use it as {voice.id}.")
                 return redirect("dashboard:voices")
-    limits = limits_for(org)
-    own = list(scoped(Voice, org).order_by("created_at"))
-    allowed = limits.allowed_voices
-    builtin = builtin_listing(offer.default_spec())
-    rows = [_row(v["id"], v, "built-in", available=not allowed or v["id"] in allowed) for v in builtin]
-    rows += [_row(v.id, v, _made_from(v), available=v.status == Voice.Status.READY, custom=True) for v in own]
+    own = list(own_voices(org))
+    allowed_names = {spec.name for spec in allowed}
     return page(
         request,
         "voices.html",
         "voices",
-        voices=rows,
+        models=[builtin_section(spec, spec.name in allowed_names, limits.allowed_voices) for spec in offer.served()],
+        own=[own_row(voice, voice.model in allowed_names) for voice in own],
         form=form,
+        speaker_models=" ".join(spec.name for spec in form.speaking()),
+        mix_models=" ".join(spec.name for spec in form.mixing()),
         used=len(own),
         limit=limits.max_custom_voices,
         can_manage=request.principal.is_admin,
     )
 
 
-def _made_from(voice: Voice) -> str:
+def playground_link(model: str, voice: str) -> str:
+    return f"{reverse('dashboard:playground')}?{urlencode({'model': model, 'voice': voice})}"
+
+
+def builtin_section(spec: EngineSpec, allowed: bool, allowed_voices: tuple[str, ...]) -> dict:
+    """A model's card with its built-in voices, each heard and used on that model where the plan allows."""
+    rows = []
+    for voice in builtin_listing(spec):
+        available = allowed and (not allowed_voices or voice["id"] in allowed_voices)
+        rows.append(
+            {
+                **voice,
+                "language": engines.language_name(voice["language"]),
+                "available": available,
+                "unavailable": "" if available else "not on your plan",
+                "preview": f"{reverse('dashboard:voice-preview', args=[voice['id']])}?model={spec.name}",
+                "use": playground_link(spec.name, voice["id"]),
+            }
+        )
+    return {**engines.card(spec, allowed), "rows": rows}
+
+
+def made_from(voice: Voice) -> str:
     if voice.source == Voice.Source.SEED:
         return f"seed {voice.seed}"
     if voice.source == Voice.Source.RECORDING:
         return "recording" if voice.status == Voice.Status.READY else f"recording ({voice.status})"
+    if voice.source == Voice.Source.MIX:
+        return "mix: " + ", ".join(f"{name} {100 * weight:.0f}%" for name, weight in voice.mix)
     return "embedding"
 
 
-def _row(voice_id: str, voice, source: str, available: bool = True, custom: bool = False) -> dict:
-    """One line of the voices page; `voice` is a built-in one (a dict) or an own one (a Voice)."""
-    name, description = (
-        (voice["name"], voice["description"]) if isinstance(voice, dict) else (voice.name, voice.description)
-    )
+def own_row(voice: Voice, allowed: bool) -> dict:
+    """One of the organization's voices; usable while ready and its model is served and in the plan."""
+    ready = voice.status == Voice.Status.READY
     return {
-        "id": voice_id,
-        "name": name,
-        "description": description,
-        "source": source,
-        "available": available,
-        "custom": custom,
+        "own": True,
+        "id": voice.id,
+        "name": voice.name,
+        "description": voice.description,
+        "model": voice.model,
+        "model_title": engines.title_of(voice.model),
+        "source": made_from(voice),
+        "available": allowed and ready,
+        "unavailable": "its model is not on your plan"
+        if not allowed
+        else ("" if ready else f"not usable: {voice.status}"),
+        "preview": reverse("dashboard:voice-preview", args=[voice.id]),
+        "use": playground_link(voice.model, voice.id),
     }
 
 
 @member_required
 def voice_preview(request, voice_id: str):
-    """The voice's preview as MP3 (whole: it is a few seconds); an error in the API's JSON shape."""
+    """The voice's preview as MP3 (whole: it is a few seconds) on `?model=` (a built-in voice; the
+    default model when none is named); an error in the API's JSON shape."""
     principal = request.principal
     try:
         result = async_to_sync(preview)(
-            principal, limits_for(principal.organization), voice_id, "mp3", request.request_id
+            principal,
+            limits_for(principal.organization),
+            voice_id,
+            "mp3",
+            request.request_id,
+            request.GET.get("model", ""),
         )
         pcm = result.pcm16 if isinstance(result, CachedSpeech) else async_to_sync(result.read_all)()
     except ApiError as exc:

@@ -17,6 +17,10 @@ class KokoroParams:
     speed: float = 1.0  # OpenAI's 0.25-4.0, Kokoro's own duration scale
     english: str = "en-us"  # how Latin-script words are read: "en-us" or "en-gb" (the voice's accent)
 
+    def __post_init__(self):
+        # Read back from a job's JSON the mix is lists: keep it a tuple of pairs (hashable, comparable).
+        object.__setattr__(self, "voice", tuple((str(v), float(w)) for v, w in self.voice))
+
     @classmethod
     def from_request(cls, data: dict, voice: dict, seed: int) -> KokoroParams:
         """`voice`: {"builtin": id} or an organization's mix {"mix": [[id, weight], ...]}."""
