@@ -89,14 +89,16 @@ def _clean(row: dict) -> dict:
 
 
 def usage_report(events, start: date, end: date, group_by: str, totals: dict = TOTALS) -> dict:
-    """Totals of `events` (an organization's ledger rows) per day or per key, dates inclusive (UTC);
-    `totals` names the aggregates (TOTALS, or REPORT_TOTALS for the dashboard)."""
+    """Totals of `events` (an organization's ledger rows) per day, per key or per model, dates
+    inclusive (UTC); `totals` names the aggregates (TOTALS, or REPORT_TOTALS for the dashboard)."""
     since = datetime.combine(start, datetime.min.time(), tzinfo=UTC)
     until = datetime.combine(end + timedelta(days=1), datetime.min.time(), tzinfo=UTC)
     events = events.filter(created_at__gte=since, created_at__lt=until)
     if group_by == "day":
         rows = events.annotate(date=TruncDate("created_at", tzinfo=UTC)).values("date").annotate(**totals)
         data = [_clean({**r, "date": r["date"].isoformat()}) for r in rows.order_by("date")]
+    elif group_by == "model":
+        data = [_clean(r) for r in events.values("model").annotate(**totals).order_by("model")]
     else:
         rows = events.values("api_key__prefix", "api_key__name").annotate(**totals).order_by("api_key__prefix")
         data = [_clean({"key_id": r.pop("api_key__prefix"), "key_name": r.pop("api_key__name"), **r}) for r in rows]

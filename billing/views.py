@@ -27,7 +27,7 @@ from .usage import month_summary, usage_report
 class UsageQuerySerializer(serializers.Serializer):
     start = serializers.DateField(required=False)
     end = serializers.DateField(required=False)
-    group_by = serializers.ChoiceField(choices=["day", "key"], default="day")
+    group_by = serializers.ChoiceField(choices=["day", "key", "model"], default="day")
 
     def validate_end(self, value: date) -> date:
         # The report reads up to the day after `end`, which must exist in the calendar.
@@ -62,13 +62,14 @@ class UsageRowSerializer(UsageTotalsSerializer):
     date = serializers.DateField(required=False, help_text="group_by=day")
     key_id = serializers.CharField(required=False, allow_null=True, help_text="group_by=key; null: no key (deleted)")
     key_name = serializers.CharField(required=False, allow_null=True, help_text="group_by=key")
+    model = serializers.CharField(required=False, help_text="group_by=model: the model that spoke (kokoro, chattts)")
 
 
 @extend_schema_serializer(many=False)  # the whole body, though the action is a list
 class UsageReportSerializer(serializers.Serializer):
     start = serializers.DateField()
     end = serializers.DateField()
-    group_by = serializers.ChoiceField(choices=["day", "key"])
+    group_by = serializers.ChoiceField(choices=["day", "key", "model"])
     # DRF takes declared fields off the class, so `data` the property stays; the stubs don't know.
     data = UsageRowSerializer(many=True)  # type: ignore[assignment]
     total = UsageTotalsSerializer()
@@ -101,7 +102,7 @@ class SubscriptionSerializer(serializers.Serializer):
 
 
 class UsageViewSet(TenantScopedViewSet):
-    """GET /v1/usage?start=YYYY-MM-DD&end=YYYY-MM-DD&group_by=day|key (dates in UTC, inclusive)."""
+    """GET /v1/usage?start=YYYY-MM-DD&end=YYYY-MM-DD&group_by=day|key|model (dates in UTC, inclusive)."""
 
     model = UsageEvent
     serializer_class = UsageQuerySerializer

@@ -5,6 +5,7 @@ billed is a ledger row."""
 from __future__ import annotations
 
 import json
+import math
 import time
 from datetime import timedelta
 
@@ -122,25 +123,31 @@ def test_a_failing_synthesis_refunds_its_reservation(owner, tmp_path, redis_clie
     assert concurrency.in_flight(owner.org.pk) == 0
 
 
-def test_usage_groups_by_day_and_by_key_and_matches_the_ledger(live_stack, owner):
+def test_usage_groups_by_day_by_key_and_by_model_and_matches_the_ledger(live_stack, owner):
     _, second_key = owner.org.create_api_key("second")
     for key, text in ((owner.key, "First key speaks."), (second_key, "Second key speaks, longer.")):
         with live_stack.client(key) as client:
-            assert (
-                client.post("/audio/speech", json={"input": text, "seed": 1, "response_format": "pcm"}).status_code
-                == 200
-            )
+            body = {"input": text, "seed": 1, "response_format": "pcm"}
+            assert client.post("/audio/speech", json=body).status_code == 200
     with live_stack.client(owner.key) as client:
+        kokoro = {"model": "kokoro", "input": "Kokoro speaks.", "voice": "af_heart", "response_format": "pcm"}
+        assert client.post("/audio/speech", json=kokoro).status_code == 200
         by_day = client.get("/usage", params={"group_by": "day"}).json()
         by_key = client.get("/usage", params={"group_by": "key"}).json()
+        by_model = client.get("/usage", params={"group_by": "model"}).json()
         bad = client.get("/usage", params={"start": "2026-13-01"})
         reversed_range = client.get("/usage", params={"start": "2026-05-02", "end": "2026-05-01"})
     total = ledger_total(owner.org)
-    assert total == len("First key speaks.") + len("Second key speaks, longer.")
+    kokoro_billed = math.ceil(len("Kokoro speaks.") * 0.5)  # the seeded plans' weight for Kokoro
+    assert total == len("First key speaks.") + len("Second key speaks, longer.") + kokoro_billed
     assert by_day["total"]["characters"] == total == sum(d["characters"] for d in by_day["data"])
     assert {r["key_name"]: r["characters"] for r in by_key["data"]} == {
-        "Acme key": len("First key speaks."),
+        "Acme key": len("First key speaks.") + kokoro_billed,
         "second": len("Second key speaks, longer."),
+    }
+    assert {r["model"]: (r["characters"], r["requests"]) for r in by_model["data"]} == {
+        "chattts": (len("First key speaks.") + len("Second key speaks, longer."), 2),
+        "kokoro": (kokoro_billed, 1),
     }
     assert bad.status_code == reversed_range.status_code == 400
 
