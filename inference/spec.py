@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from .text import PreparedText, prepare
+from .text import PreparedText, Segmenting, prepare
 
 SAMPLE_RATE = 24000  # both engines generate float32 mono at 24 kHz
 
@@ -79,6 +79,9 @@ class EngineSpec:
     params: type  # its rows' parameters: a frozen dataclass with `from_request(data, voice, seed)`
     engine: str  # "module:Class" of the engine (imported in worker processes only)
     queue: str = field(default="")  # the Celery queue of its workers ("tts-<name>" when empty)
+    # How its text is cut into segments (generations): packed sentences for an engine that streams
+    # within a segment; a sentence each, the first one cut short, for one that makes each whole.
+    segmenting: Segmenting = field(default=Segmenting())
 
     @property
     def queue_name(self) -> str:
@@ -97,7 +100,7 @@ class EngineSpec:
     def prepare(self, text: str) -> PreparedText:
         """`text` validated for this model (its inline tags, its languages) and split into
         sentence segments; TextError says what is wrong."""
-        return prepare(text, self.inline_tags, self.languages, self.name)
+        return prepare(text, self.inline_tags, self.languages, self.name, self.segmenting)
 
     def voice(self, name: str) -> BuiltinVoice | None:
         """A built-in voice by its id or by OpenAI's name for it."""

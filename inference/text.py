@@ -179,31 +179,90 @@ def _hard_split(piece: str) -> list[str]:
     return chunks
 
 
+def joiner(left: str, right: str) -> str:
+    """What goes between two pieces of text put back together: nothing between CJK characters."""
+    return "" if CJK.search(right[:1] + left[-1:]) else " "
+
+
+def _sentence_pieces(sentence: str) -> list[str]:
+    """A sentence, cut at clause ends and then between words where it is longer than
+    MAX_SEGMENT_SECONDS."""
+    if estimate_seconds(sentence) <= MAX_SEGMENT_SECONDS:
+        return [sentence]
+    pieces: list[str] = []
+    for clause in (c.strip() for c in CLAUSE_END.split(sentence) if c.strip()):
+        pieces.extend([clause] if estimate_seconds(clause) <= MAX_SEGMENT_SECONDS else _hard_split(clause))
+    return pieces
+
+
+def _first_piece(sentence: str, seconds: float) -> list[str]:
+    """The text's first sentence cut after about `seconds` of speech, so that an engine that makes
+    each segment whole has its first audio sooner: at its first clause end if one comes soon
+    enough, else between words (never inside a phoneme link, never between CJK characters, which
+    are cut at clause ends only). A sentence short enough stays whole."""
+    if estimate_seconds(sentence) <= 1.5 * seconds:
+        return [sentence]
+    links = [m.span() for m in PHONEME_LINK.finditer(sentence)]
+    inside = lambda i: any(a < i < b for a, b in links)  # noqa: E731
+    cuts = [m.end() for m in CLAUSE_END.finditer(sentence) if not inside(m.end())]
+    cut = next((i for i in cuts if 0.4 <= estimate_seconds(sentence[:i]) <= 2 * seconds), None)
+    if cut is None and not CJK.search(sentence):
+        spaces = [i for i, ch in enumerate(sentence) if ch == " " and not inside(i)]
+        cut = next((i for i in spaces if estimate_seconds(sentence[:i]) >= seconds), None)
+    if cut is None:
+        return [sentence]
+    head, tail = sentence[:cut].strip(), sentence[cut:].strip()
+    return [head, tail] if has_words(head) and has_words(tail) else [sentence]
+
+
+def segment_text(text: str, pack: bool = True, first_piece_seconds: float = 0.0) -> tuple[list[str], set[int]]:
+    """The text's segments, one generation each, and which of them continue the sentence of the one
+    before. Sentences longer than MAX_SEGMENT_SECONDS are cut at clause ends, then between words.
+    `pack`: sentences are packed into segments of at most MAX_SEGMENT_SECONDS (an engine that
+    streams within a segment); else each sentence is a segment of its own (an engine that makes each
+    segment whole), its pieces marked as continuing it, and with `first_piece_seconds` the first
+    sentence is cut after about that much speech (`_first_piece`)."""
+    sentences = [s.strip() for s in SENTENCE_END.split(text) if s and s.strip()]
+    pieces: list[tuple[str, bool]] = []
+    for n, sentence in enumerate(sentences):
+        parts = _sentence_pieces(sentence)
+        if n == 0 and first_piece_seconds and not pack:
+            parts = _first_piece(parts[0], first_piece_seconds) + parts[1:]
+        pieces += [(part, j > 0) for j, part in enumerate(parts)]
+    pieces = [(p, c) for p, c in pieces if TAG.sub("", p).strip()]
+    if not pack:
+        return [p for p, _ in pieces], {i for i, (_, c) in enumerate(pieces) if c and i}
+    segments: list[str] = []
+    for piece, _ in pieces:
+        if segments and estimate_seconds(segments[-1] + piece) <= MAX_SEGMENT_SECONDS:
+            segments[-1] = f"{segments[-1]}{joiner(segments[-1], piece)}{piece}"
+        else:
+            segments.append(piece)
+    return segments, set()
+
+
 def split_text(text: str) -> list[str]:
     """Split at sentence ends, then pack sentences into segments of at most MAX_SEGMENT_SECONDS;
     a sentence longer than that is cut at clause ends, then between words."""
-    sentences = [s.strip() for s in SENTENCE_END.split(text) if s and s.strip()]
-    pieces: list[str] = []
-    for s in sentences:
-        if estimate_seconds(s) <= MAX_SEGMENT_SECONDS:
-            pieces.append(s)
-            continue
-        for clause in (c.strip() for c in CLAUSE_END.split(s) if c.strip()):
-            pieces.extend([clause] if estimate_seconds(clause) <= MAX_SEGMENT_SECONDS else _hard_split(clause))
-    segments: list[str] = []
-    for piece in pieces:
-        if segments and estimate_seconds(segments[-1] + piece) <= MAX_SEGMENT_SECONDS:
-            joiner = "" if CJK.search(piece[:1] + segments[-1][-1:]) else " "
-            segments[-1] = f"{segments[-1]}{joiner}{piece}"
-        else:
-            segments.append(piece)
-    return [s for s in segments if TAG.sub("", s).strip()]
+    return segment_text(text)[0]
 
 
 @dataclass(frozen=True)
 class PreparedText:
     text: str  # as given, spaces tidied: what the cache key and identical-request sharing use
     segments: tuple[str, ...]  # as given; the worker's engine reads each (`Engine.read`)
+    continued: frozenset[int] = frozenset()  # segments that continue the sentence of the one before
+
+    def sentences(self, texts: tuple[str, ...] | list[str] | None = None) -> list[str]:
+        """`texts` (one per segment; default the segments) put back together per sentence: what
+        one caption shows."""
+        out: list[str] = []
+        for i, text in enumerate(self.segments if texts is None else texts):
+            if i in self.continued and out:
+                out[-1] = f"{out[-1]}{joiner(out[-1], text)}{text}"
+            else:
+                out.append(text)
+        return out
 
 
 def has_words(segment: str) -> bool:
@@ -213,29 +272,43 @@ def has_words(segment: str) -> bool:
 MEMOISED_CHARS = 4096  # texts up to a speech request's size are memoised; a long job's are not kept
 
 
-def prepare(text: str, tags: frozenset[str], spoken: tuple[str, ...], model: str) -> PreparedText:
+@dataclass(frozen=True)
+class Segmenting:
+    """How an engine wants its text cut (`segment_text`)."""
+
+    pack: bool = True  # sentences packed into segments of up to MAX_SEGMENT_SECONDS
+    first_piece_seconds: float = 0.0  # with pack off: the first sentence cut after about this much
+
+
+def prepare(
+    text: str, tags: frozenset[str], spoken: tuple[str, ...], model: str, cutting: Segmenting = Segmenting()
+) -> PreparedText:
     """Validate `text` for a model (its inline `tags`, the languages it has `spoken`) and split it
-    into segments (cheap: no normalisation). Memoised up to MEMOISED_CHARS: repeated texts
-    (greetings, prompts: what the audio cache serves) come back often, while a 200,000-character
-    job's text would only fill the memory."""
+    into segments as the model wants them (cheap: no normalisation). Memoised up to MEMOISED_CHARS:
+    repeated texts (greetings, prompts: what the audio cache serves) come back often, while a
+    200,000-character job's text would only fill the memory."""
     if len(text) <= MEMOISED_CHARS:
-        return _prepare_memoised(text, tags, spoken, model)
-    return _prepare(text, tags, spoken, model)
+        return _prepare_memoised(text, tags, spoken, model, cutting)
+    return _prepare(text, tags, spoken, model, cutting)
 
 
 @functools.lru_cache(maxsize=4096)
-def _prepare_memoised(text: str, tags: frozenset[str], spoken: tuple[str, ...], model: str) -> PreparedText:
-    return _prepare(text, tags, spoken, model)
+def _prepare_memoised(
+    text: str, tags: frozenset[str], spoken: tuple[str, ...], model: str, cutting: Segmenting
+) -> PreparedText:
+    return _prepare(text, tags, spoken, model, cutting)
 
 
-def _prepare(text: str, tags: frozenset[str], spoken: tuple[str, ...], model: str) -> PreparedText:
+def _prepare(text: str, tags: frozenset[str], spoken: tuple[str, ...], model: str, cutting: Segmenting) -> PreparedText:
     refuse_unknown_tags(text, tags, model)
     refuse_other_languages(text, spoken, model)
     tidy = re.sub(r"[ \t]+", " ", text).strip()
-    segments = [s for s in split_text(tidy) if has_words(s)]
-    if not segments:
+    cut, continued = segment_text(tidy, cutting.pack, cutting.first_piece_seconds)
+    kept = [i for i, s in enumerate(cut) if has_words(s)]
+    if not kept:
         raise TextError("The input has nothing to say (only tags, spaces or symbols).")
-    return PreparedText(text=tidy, segments=tuple(segments))
+    marks = frozenset(n for n, i in enumerate(kept) if n and i in continued)  # (pieces with no words dropped)
+    return PreparedText(text=tidy, segments=tuple(cut[i] for i in kept), continued=marks)
 
 
 @functools.lru_cache(maxsize=4096)

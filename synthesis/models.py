@@ -33,6 +33,7 @@ class Job(models.Model):
     input = models.TextField()
     segments = models.JSONField(default=list)  # what is spoken (lexicons applied), one entry per generation
     caption_texts = models.JSONField(default=list, blank=True)  # the segments as sent, where lexicons changed them
+    continued = models.JSONField(default=list, blank=True)  # segments that continue the sentence before (one caption)
     params = models.JSONField(default=dict)  # the engine's row parameters (EngineSpec.params) as a dict
     cacheable = models.BooleanField(default=False)  # deterministic: a seed was given
     interactive = models.BooleanField(default=True)  # someone listens live: stream, latency first

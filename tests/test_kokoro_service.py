@@ -146,7 +146,7 @@ def test_word_timings_come_with_every_kind_of_caption(live_stack, owner):
             "/audio/speech",
             json={"model": "kokoro", "voice": "af_heart", "input": TEXT, "stream_format": "sse", "seed": 3},
         )
-        job = client.post("/jobs", json={"model": "kokoro", "voice": "bm_george", "input": TEXT * 3}).json()
+        job = client.post("/jobs", json={"model": "kokoro", "voice": "bm_george", "input": " ".join([TEXT] * 3)}).json()
         for _ in range(600):
             done = client.get(f"/jobs/{job['id']}").json()
             if done["status"] in ("succeeded", "failed"):

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from ..spec import BuiltinVoice, EngineSpec, Features, License
+from ..text import Segmenting
 from .params import KokoroParams
 
 FRAMES_PER_SECOND = 40.0  # one predicted duration unit is 600 samples at 24 kHz
+FIRST_PIECE_SECONDS = 1.2  # of estimated speech: docs/benchmarks.md measures the first audio it gives
 
 
 def _voices() -> tuple[BuiltinVoice, ...]:
@@ -84,4 +86,7 @@ SPEC = EngineSpec(
     tokens_per_second=FRAMES_PER_SECOND,
     params=KokoroParams,
     engine="inference.kokoro.engine:KokoroEngine",
+    # Each sentence is made whole: one a segment (its audio goes out as soon as it is made), and the
+    # first cut after about a second of speech, so that the first audio comes after that second.
+    segmenting=Segmenting(pack=False, first_piece_seconds=FIRST_PIECE_SECONDS),
 )

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from inference.text import PHONEME_LINK, TAG
+from inference.text import PHONEME_LINK, TAG, joiner
 
 FORMATS = ("json", "srt", "vtt")
 CONTENT_TYPES = {"json": "application/json", "srt": "application/x-subrip", "vtt": "text/vtt"}
@@ -60,6 +60,11 @@ class Caption:
             else tuple(Word(w.text, round(w.start + seconds, 3), round(w.end + seconds, 3)) for w in self.words)
         )
         return Caption(self.text, round(self.start + seconds, 3), round(self.end + seconds, 3), words)
+
+    def joined(self, rest: Caption) -> Caption:
+        """This caption and the rest of its sentence (the next segment's) as one caption."""
+        words = None if self.words is None or rest.words is None else self.words + rest.words
+        return Caption(f"{self.text}{joiner(self.text, rest.text)}{rest.text}", self.start, rest.end, words)
 
     def shown_as(self, text: str) -> Caption:
         """The same timings under another text (a request's own, where lexicons changed what was spoken)."""

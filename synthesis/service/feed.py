@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator
 
 from django.conf import settings
 
+from inference.text import joiner
 from synthesis.audio import streams
 from synthesis.audio.captions import Caption
 from synthesis.models import Job
@@ -15,6 +16,14 @@ from synthesis.service import capacity
 from synthesis.service.jobs import expire_if_queued
 from tts_saas.errors import ApiError
 from tts_saas.threads import in_thread
+
+
+def joined(texts) -> str:
+    """Pieces of one sentence put back together (what its caption shows)."""
+    out = ""
+    for text in texts:
+        out = f"{out}{joiner(out, text)}{text}" if out else text
+    return out
 
 
 class JobAudioFeed:
@@ -104,10 +113,11 @@ class JobAudioFeed:
                 self.samples += len(event.fields["pcm"]) // 2
                 yield event.fields["pcm"]
             elif event.type == "segment":
-                index = int(event.text("index", "0"))
+                index = int(event.text("index", "0"))  # its first segment (a sentence may be several)
+                last = int(event.text("last", str(index)))
                 caption = Caption.from_dict(json.loads(event.text("caption")))
-                if index < len(self.caption_texts):
-                    caption = caption.shown_as(self.caption_texts[index])
+                if last < len(self.caption_texts):
+                    caption = caption.shown_as(joined(self.caption_texts[index : last + 1]))
                 self.captions.append(caption)
                 yield caption
             elif event.type == "end":

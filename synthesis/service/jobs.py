@@ -105,6 +105,7 @@ def submit_job(
                 input=data["input"],
                 segments=list(speech.text.segments),
                 caption_texts=list(speech.caption_texts),
+                continued=sorted(speech.text.continued),
                 params=asdict(speech.params),
                 cacheable=speech.cacheable,
                 characters=speech.characters,

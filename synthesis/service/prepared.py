@@ -115,7 +115,7 @@ def prepare_speech(
                 "lexicons",
             )
     if spoken != text.segments:
-        text, shown = PreparedText(text=text.text, segments=spoken), text.segments
+        text, shown = PreparedText(text=text.text, segments=spoken, continued=text.continued), text.segments
     else:
         shown = ()
     seed = data.get("seed")

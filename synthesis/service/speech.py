@@ -151,7 +151,7 @@ async def speak(
             return None
         # No synthesis: no concurrency slot, charged and logged in one transaction.
         await in_thread(record_cache_hit)(principal, limits, speech, request_id, started, entry)
-        shown = speech.shown_texts  # the entry may have been made for another text (lexicons)
+        shown = speech.text.sentences(speech.shown_texts)  # the entry may be another text's (lexicons)
         captions = [
             c.shown_as(shown[i]) if len(entry.captions) == len(shown) else c for i, c in enumerate(entry.captions)
         ]

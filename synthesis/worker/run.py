@@ -65,7 +65,11 @@ class JobRun:
         self.keep = None if job.interactive else settings.TTS_STREAM_MAX_EVENTS
         self.position = 0  # samples published
         self.starts: dict[int, int] = {}  # segment -> its first sample
-        self.captions: list[Caption] = []  # the segments closed so far, in order
+        self.captions: list[Caption] = []  # the sentences closed so far, in order
+        self.continued = set(job.continued)  # segments that continue the sentence before
+        self.closed = -1  # the last segment whose caption is made
+        self.caption_from = 0  # the first segment of the caption being made
+        self.open_caption: Caption | None = None  # a sentence's caption while its rest is generated
         self.started = time.monotonic()
         self.cancelled = False
         self.finished = False
@@ -166,9 +170,18 @@ class JobRun:
                 Word(w.text, round(offset + w.start, 3), round(offset + w.end, 3)) for w in self.words.pop(segment, ())
             )
         caption = Caption(text, round(start / SAMPLE_RATE, 3), round(end / SAMPLE_RATE, 3), words)
+        if segment in self.continued and self.open_caption is not None:  # the rest of a sentence
+            caption = self.open_caption.joined(caption)
+        else:
+            self.caption_from = segment
+        self.closed = segment
+        if segment + 1 in self.continued and segment + 1 < self.total:
+            self.open_caption = caption  # one caption a sentence: it waits for the sentence's end
+            return
+        self.open_caption = None
         self.captions.append(caption)
         body = json.dumps(caption.as_dict(), ensure_ascii=False)
-        streams.publish(self.job.id, "segment", index=segment, caption=body)
+        streams.publish(self.job.id, "segment", index=self.caption_from, last=segment, caption=body)
 
     def _publish_pcm(self, pcm: bytes) -> None:
         if self.finished:  # settled (failed, timed out): a stopped row's last fade has nowhere to go
@@ -244,7 +257,7 @@ class JobRun:
                 model_version=self.model_version,
             )
             return
-        if len(self.captions) < self.total:
+        if self.closed < self.total - 1:
             self._close(self.total - 1)  # the last segment (the others closed as the next began)
         key = ""
         if job.cacheable and self.position * 2 <= settings.TTS_CACHE_MAX_ENTRY_BYTES:

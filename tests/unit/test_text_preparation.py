@@ -141,3 +141,22 @@ def test_token_budget_grows_with_text_and_is_bounded():
     short, long = token_budget("Hi."), token_budget("This is a much longer sentence with many words in it.")
     assert 24 <= short < long
     assert token_budget("字" * 40) < 2048  # one segment stays inside one generation
+
+
+def test_kokoro_speaks_a_sentence_a_segment_and_cuts_the_first_one_short():
+    """Kokoro makes each segment whole: its first audio comes after its first segment, so each
+    sentence is a segment and the first is cut after about a second of speech (at a clause end
+    when one comes soon, else between words); the pieces still make one caption a sentence."""
+    prepared = KOKORO.prepare("The quick brown fox jumps over the lazy dog. It costs $5 today.")
+    assert prepared.segments == ("The quick brown fox", "jumps over the lazy dog.", "It costs $5 today.")
+    assert prepared.continued == {1}
+    assert prepared.sentences() == ["The quick brown fox jumps over the lazy dog.", "It costs $5 today."]
+    chinese = KOKORO.prepare("你好，欢迎使用我们的语音服务，今天天气很好。明天见。")
+    assert chinese.segments[0] == "你好，" and chinese.sentences()[0] == "你好，欢迎使用我们的语音服务，今天天气很好。"
+    assert KOKORO.prepare("Hello there. Bye now.").segments == ("Hello there.", "Bye now.")  # short: whole
+    # Never inside a phoneme link; and ChatTTS, which streams within a segment, packs sentences.
+    linked = KOKORO.prepare("[New York City Hall](/nˈu jˈɔɹk/) is where the mayor works all day long. Yes.")
+    assert linked.segments[0].startswith("[New York City Hall](/nˈu jˈɔɹk/)")
+    assert CHATTTS.prepare("The quick brown fox jumps over the lazy dog. It costs $5 today.").segments == (
+        "The quick brown fox jumps over the lazy dog. It costs $5 today.",
+    )

@@ -1,0 +1,274 @@
+"""The Kokoro engine: the one module (with `weights` and `model`) that runs kokoro.
+
+Model source: `model_dir` (a local directory in the official layout: the real download or a
+random checkpoint from `checkpoint.make_checkpoint`), else Hugging Face (`weights`). Loaded once
+per worker process, on `device` (cuda when present), in float32.
+
+Everything runs through `generate_batch`/`run_rows`: each row's text to phonemes (`g2p`), cut into
+pieces of at most 510 phonemes (`text.pieces`), and every piece of every row through one padded
+forward (`model.forward`), which predicts each sentence whole. Each row's audio (its pieces
+joined, faded in and out) and word timings are reported when that forward ends; then `more(0)`
+gives the rows that join (continuous batching between forwards). Kokoro has no sampling: the same
+text, voice and speed always give the same audio.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import hashlib
+import json
+import logging
+from collections import OrderedDict
+from collections.abc import Callable, Iterator, Sequence
+
+import numpy as np
+
+from .. import requests
+from ..batch import Audio, BatchRow, BatchSink, Done, Event
+from ..engine import SynthesisRequest, fade_edges
+from ..spec import SAMPLE_RATE
+from ..text import normalizer_version
+from . import g2p
+from .checkpoint import check_model_dir
+from .params import KokoroParams
+from .spec import SPEC
+from .text import SAMPLES_PER_FRAME, Piece, pieces, read, words
+
+logger = logging.getLogger(__name__)
+
+# Our forward (padded batch, per-row noise seeded with model.SEED) and text side: part of the version.
+CODE_VERSION = "padded-batch/1"
+PRECISIONS = ("fp32",)  # kokoro's iSTFTNet decoder is float32 (exp of its spectrum overflows in half)
+PACKS_KEPT = 64  # decoded voice packs and mixes a worker keeps
+
+
+@functools.lru_cache(maxsize=1024)
+def _pieces(text: str, accent: str) -> tuple[Piece, ...]:
+    """A row's text as the model's inputs (memoised: `row_budget` and the batch read it)."""
+    return tuple(pieces(g2p.phonemize(text, accent)))
+
+
+class KokoroEngine:
+    spec = SPEC
+    sample_rate = SAMPLE_RATE
+    check_model_dir = staticmethod(check_model_dir)
+
+    def __init__(self, model, voices: dict, device, model_version: str, random_weights: bool, fixed_length=False):
+        self.model = model
+        self.voices = voices  # voice id -> path of its pack
+        self.device = device
+        self.model_version = model_version
+        self.random_weights = random_weights
+        # Benchmarks' "every row runs to its budget": Kokoro's lengths are already deterministic.
+        self.fixed_length = fixed_length
+        self.max_dur = model.predictor.duration_proj.linear_layer.out_features
+        # The most rows the decoder runs at once (0: any). On a CPU one: padded rows outgrow the
+        # caches and run slower together than one by one (model.py); a GPU wants them together.
+        self.decoder_rows = 1 if getattr(device, "type", "cpu") == "cpu" else 0
+        self._packs: OrderedDict[tuple, object] = OrderedDict()
+
+    @classmethod
+    def load(
+        cls,
+        model_dir: str = "",
+        device: str = "",
+        hf_cache_dir: str = "",
+        fixed_length: bool = False,
+        precision: str = "auto",
+        threads: int | None = None,
+    ) -> KokoroEngine:
+        import torch  # noqa: PLC0415  (torch/kokoro: worker processes only)
+
+        from . import weights  # noqa: PLC0415  (torch/kokoro: worker processes only)
+
+        if precision == "auto":
+            precision = "fp32"
+        if precision not in PRECISIONS:
+            raise ValueError(f"precision must be auto or one of {', '.join(PRECISIONS)}, not {precision!r}")
+        dev = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
+        # As ChatTTS's engine: 0 is "auto", one core fewer on a CPU (the worker's other threads and the
+        # web process share it); None keeps torch's default.
+        if threads == 0 and dev.type == "cpu":
+            threads = max(1, torch.get_num_threads() - 1)
+        if threads:
+            torch.set_num_threads(threads)
+        if dev.type == "cpu":
+            keep_freed_memory()
+        files = weights.local_files(model_dir) if model_dir else weights.downloaded_files(hf_cache_dir)
+        model = weights.load(files, dev)
+        fingerprint = json.dumps(files.sha256, sort_keys=True)
+        # The files, our forward, the G2P (packages and spaCy pipeline) and the spelling-out: each
+        # changes the audio of a text, so each is part of the version (and of cache keys).
+        digest = hashlib.sha256(
+            "|".join([fingerprint, CODE_VERSION, g2p.versions(), normalizer_version()]).encode()
+        ).hexdigest()[:12]
+        version = f"kokoro-{digest}" + ("-random" if files.random_weights else "")
+        logger.info(
+            "model loaded: %s on %s, %d torch threads, English G2P pipeline %s",
+            version,
+            dev,
+            torch.get_num_threads(),
+            g2p.english_pipeline(),
+        )
+        return cls(model, files.voices, dev, version, files.random_weights, fixed_length)
+
+    def read(self, segment: str) -> str:
+        """What Kokoro reads: the segment spelled out outside phoneme links (`text.read`)."""
+        return read(segment)
+
+    def row_budget(self, text: str, params: KokoroParams) -> int:
+        """The most frames the row can make: every input at the duration head's maximum."""
+        per_input = max(1, round(self.max_dur / params.speed))
+        return max(1, sum((len(p.phonemes) + 2) * per_input for p in _pieces(text, params.english)))
+
+    def voice_problem(self, params: KokoroParams) -> str | None:
+        if not params.voice:
+            return "The voice names no Kokoro voice."
+        unknown = [v for v, _ in params.voice if v not in self.voices]
+        if unknown:
+            return f"This Kokoro model has no voice {', '.join(unknown)}."
+        if sum(w for _, w in params.voice) <= 0:
+            return "The voice mix's weights add up to nothing."
+        return None
+
+    def pack(self, voice: tuple[tuple[str, float], ...]):
+        """The voice's pack ([510, 1, 256] on the model's device); a mix is the weighted sum of its
+        voices' packs. The last PACKS_KEPT are kept."""
+        import torch  # noqa: PLC0415  (torch/kokoro: worker processes only)
+
+        pack = self._packs.pop(voice, None)
+        if pack is None:
+            pack = sum(
+                w * torch.load(self.voices[v], map_location="cpu", weights_only=True).float() for v, w in voice
+            ).to(self.device)
+        self._packs[voice] = pack
+        while len(self._packs) > PACKS_KEPT:
+            self._packs.popitem(last=False)
+        return pack
+
+    def style(self, voice: tuple[tuple[str, float], ...], phonemes: int):
+        """The style vector Kokoro uses for `phonemes` phonemes (KPipeline: `pack[len(ps) - 1]`)."""
+        return self.pack(voice)[min(phonemes, 510) - 1, 0]
+
+    # The batch path.
+
+    def generate_batch(
+        self,
+        rows: list[BatchRow],
+        sink: BatchSink,
+        chunk_tokens: int = 24,
+        more: Callable[[int], list[BatchRow]] | None = None,
+    ) -> None:
+        """Run `rows` (any texts, voices, mixes, speeds) in one padded forward, reporting each row's
+        audio (whole) and its end with word timings to `sink`; then the rows `more(0)` returns,
+        until it returns none. `chunk_tokens` is ignored: Kokoro makes each sentence whole."""
+        for event in self.run_rows(rows, sink.stop_requested, chunk_tokens, more):
+            if isinstance(event, Audio):
+                sink.audio(event.key, event.samples)
+            else:
+                sink.done(event.key, event.tokens, event.words)
+
+    def run_rows(
+        self,
+        rows: list[BatchRow],
+        stop: Callable[[str], bool],
+        chunk_tokens: int = 24,
+        more: Callable[[int], list[BatchRow]] | None = None,
+    ) -> Iterator[Event]:
+        """`generate_batch` as an iterator of events (what `synthesize` and `stream` consume). A
+        `Done`'s `tokens` are the row's frames (40 a second), its `ids` the durations per input."""
+        seen: set[str] = set()
+        batch = rows
+        while batch:
+            keys = [r.key for r in batch]
+            if len(set(keys)) != len(keys) or seen.intersection(keys):
+                raise ValueError("the rows' keys must be unique within a batch")
+            seen.update(keys)
+            yield from self._forward(batch, stop)
+            batch = more(0) if more is not None else []
+
+    def _forward(self, rows: Sequence[BatchRow], stop: Callable[[str], bool]) -> Iterator[Event]:
+        from .model import RowInput, forward  # noqa: PLC0415  (torch/kokoro: worker processes only)
+
+        live, inputs = [], []
+        for row in rows:
+            if row.params.speed <= 0:
+                raise ValueError(f"speed must be positive, not {row.params.speed}")
+            if stop(row.key):  # stopped before it ran: no audio
+                yield Done(row.key, 0, np.zeros(0, dtype=np.int64))
+                continue
+            row_pieces = _pieces(row.text, row.params.english)
+            live.append((row, row_pieces))
+            for piece in row_pieces:
+                ids = [self.model.vocab[c] for c in piece.phonemes]
+                inputs.append(RowInput(ids, self.style(row.params.voice, len(ids)), row.params.speed))
+        outputs = iter(forward(self.model, inputs, self.decoder_rows))
+        for row, row_pieces in live:
+            results = [next(outputs) for _ in row_pieces]
+            if stop(row.key):  # stopped while the batch ran: its audio is not wanted
+                yield Done(row.key, 0, np.zeros(0, dtype=np.int64))
+                continue
+            audio, row_words, offset = [], [], 0.0
+            for piece, result in zip(row_pieces, results, strict=True):
+                row_words += words(piece, result.durations.tolist(), offset)
+                audio.append(fade_edges(result.audio))
+                offset += len(result.audio) / SAMPLE_RATE
+            if not audio:  # nothing the model can read (symbols only)
+                yield Done(row.key, 0, np.zeros(0, dtype=np.int64))
+                continue
+            samples = np.concatenate(audio)
+            durations = np.concatenate([r.durations for r in results]).astype(np.int64)
+            yield Audio(row.key, samples)
+            yield Done(row.key, len(samples) // SAMPLES_PER_FRAME, durations, tuple(row_words))
+
+    # A single request, on the batch path.
+
+    def _budget(self, params: KokoroParams) -> Callable[[str], int]:
+        return lambda segment: self.row_budget(segment, params)
+
+    def synthesize(
+        self,
+        request: SynthesisRequest,
+        should_stop: Callable[[], bool] | None = None,
+        on_segment: Callable[[int], None] | None = None,
+    ) -> Iterator[np.ndarray]:
+        """One piece per segment, in order, with a pause between two (`requests.synthesize`)."""
+        return requests.synthesize(self.run_rows, self._budget(request.params), request, should_stop, on_segment)
+
+    def stream(
+        self,
+        request: SynthesisRequest,
+        should_stop: Callable[[], bool] | None = None,
+        chunk_tokens: int = 24,
+        on_segment: Callable[[int], None] | None = None,
+    ) -> Iterator[np.ndarray]:
+        """Audio in order as it is made: the first segment alone (its audio after one sentence),
+        then the others in batches (`requests.stream`); each segment comes whole."""
+        return requests.stream(
+            self.run_rows, self._budget(request.params), request, should_stop, chunk_tokens, on_segment
+        )
+
+    def warm_up(self) -> None:
+        """The G2P's dictionaries (English, espeak-ng, jieba, pypinyin) and a first forward."""
+        g2p.warm_up()
+        voice = next(iter(self.voices))
+        params = KokoroParams(voice=((voice, 1.0),))
+        for _ in self.run_rows([BatchRow("warm", "Hi.", params, 0)], lambda key: False):
+            pass
+
+
+def keep_freed_memory() -> None:
+    """Keep the memory torch frees in the process instead of handing it back to the OS. glibc
+    unmaps freed blocks over its mmap threshold (dynamic, 32 MB at most) and trims the heap's top,
+    so the decoder's activations were faulted back in, page by page, at every layer. Measured on
+    2 cores (full checkpoint, 4 rows of ~4 s): one by one 4.9 s before, 3.6 s after, in a fresh
+    process; padded together 9.3 s and 4.2 s (tensors over 32 MB always paid it: long rows too).
+    The worker's resident memory stays at its peak instead. Process-wide; glibc only."""
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+    except OSError:
+        return
+    m_trim_threshold, m_mmap_threshold = -1, -3  # mallopt's parameters (malloc.h)
+    if not (libc.mallopt(m_mmap_threshold, 1 << 30) and libc.mallopt(m_trim_threshold, 1 << 30)):
+        logger.warning("could not tune glibc's allocator (mallopt): the decoder will run slower")
