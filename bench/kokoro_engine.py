@@ -97,6 +97,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=3, help="runs of each measurement; the fastest counts")
     parser.add_argument("--threads", type=int, default=0, help="torch threads (default: torch's choice)")
+    parser.add_argument("--request-only", action="store_true", help="skip the batches: one request of each model")
     args = parser.parse_args()
     import torch
 
@@ -111,7 +112,7 @@ def main() -> None:
     from inference.kokoro.engine import KokoroEngine
     from inference.kokoro.params import KokoroParams
     from inference.kokoro.spec import SPEC as KOKORO
-    from inference.text import SENTENCE_END
+    from inference.text import SENTENCE_END, estimate_seconds
 
     kokoro_dir, chattts_dir = kokoro_checkpoint(), checkpoint("full")
     started = time.perf_counter()
@@ -128,8 +129,9 @@ def main() -> None:
     # turns, so that a busy spell hits all. Peak RSS after each phase.
     rows = kokoro_rows(kokoro)
     run(kokoro, rows[:2])  # voice packs, G2P of the texts
+    phases = () if args.request_only else ((1, "row by row"), (0, "padded"))
     alone_audio: dict[str, np.ndarray] = {}
-    for decoder_rows, how in ((1, "row by row"), (0, "padded")):
+    for decoder_rows, how in phases:
         alone_walls, walls = [], {n: [] for n in (1, 4, 8)}
         for _ in range(args.runs):
             kokoro.decoder_rows = decoder_rows
@@ -166,17 +168,22 @@ def main() -> None:
     ]
     chattts = ChatTTSEngine.load(chattts_dir, device="cpu", fixed_length=True)
     chattts.warm_up()
+    # Each model splits the text its own way (Kokoro a sentence a segment, the first cut short;
+    # ChatTTS packs sentences): ChatTTS's segments share Kokoro's audio length by their text's length.
     c_segments = [chattts.read(s) for s in CHATTTS.prepare(TEXT).segments]
-    assert len(c_segments) == len(k_seconds), "both models split the text alike"
+    weights = [estimate_seconds(s) for s in c_segments]
     c_request = SynthesisRequest(
         c_segments,
         ChatTTSParams(voice_seed=VOICES["alloy"].seed, seed=1),
-        [max(1, round(s * TOKENS_PER_SECOND)) for s in k_seconds],
+        [max(1, round(sum(k_seconds) * w / sum(weights) * TOKENS_PER_SECOND)) for w in weights],
     )
     c_results = [timed_request(chattts, c_request) for _ in range(args.runs)]
     k_first, k_total = min(r[0] for r in k_results), min(r[1] for r in k_results)
     c_first, c_total = min(r[0] for r in c_results), min(r[1] for r in c_results)
-    print(f"one request: {len(segments)} segments, {TEXT.count(' ') + 1} words")
+    print(
+        f"one request: {TEXT.count(' ') + 1} words; Kokoro {len(segments)} segments (first: {segments[0]!r}), "
+        f"ChatTTS {len(c_segments)}"
+    )
     print(f"  audio: Kokoro {k_results[0][2]:.1f} s, ChatTTS {c_results[0][2]:.1f} s (fixed to Kokoro's lengths)")
     ratio = c_first / k_first
     print(f"  first audio (stream): Kokoro {k_first * 1000:.0f} ms, ChatTTS {c_first * 1000:.0f} ms (×{ratio:.1f})")
@@ -184,12 +191,12 @@ def main() -> None:
     print(f"  whole request:        Kokoro {k_total:.2f} s, ChatTTS {c_total:.2f} s (×{ratio:.1f}; target ×10)")
     median_first = statistics.median(r[0] for r in k_results)
     print(f"  Kokoro real-time factor {k_total / k_results[0][2]:.3f}; median first audio {median_first * 1000:.0f} ms")
-    # Kokoro's first audio is its first segment whole; the web packs sentences into segments of up
-    # to 12 s: the same text with one sentence a segment.
+    # Kokoro's first audio is its first segment whole: with each sentence whole and uncut, as a
+    # comparison with the first sentence cut short (KOKORO.segmenting).
     sentences = [kokoro.read(s.strip()) for s in SENTENCE_END.split(TEXT) if s.strip()]
     one = SynthesisRequest(sentences, k_request.params)
     first_one = min(timed_request(kokoro, one)[0] for _ in range(args.runs))
-    print(f"  Kokoro first audio with one sentence a segment ({len(sentences)} segments): {first_one * 1000:.0f} ms")
+    print(f"  Kokoro first audio with its first sentence whole: {first_one * 1000:.0f} ms")
     print(f"peak RSS, both engines loaded: {peak_rss_mb():.0f} MB")
 
 

@@ -49,7 +49,11 @@ class SynthesisRequest:
 
 class Engine(Protocol):
     """What the worker drives. Each engine package's `engine` module has one class with a `load`
-    classmethod taking `EngineOptions`."""
+    classmethod taking `EngineOptions`' fields and a `check_model_dir(path)` staticmethod (a clear
+    message when a directory cannot hold its model, cheap: the worker calls it before loading);
+    `run_rows` is `generate_batch` as an iterator of `batch.Event`s (what `synthesize` and `stream`
+    consume). An engine whose spec has `recording_voices` also has `voice_from_recording(audio,
+    transcript) -> dict` (the voice row's fields)."""
 
     spec: EngineSpec
     sample_rate: int

@@ -99,7 +99,8 @@ def listing(organization, spec: EngineSpec) -> list[dict]:
             {
                 400: "The request body is not valid, or the model cannot make such a voice.",
                 401: "A key is needed to create a voice.",
-                403: "The plan's limit on voices is reached.",
+                403: "The plan's limit on voices is reached, or the model is not in the plan.",
+                404: "The model is not served here (model_not_found).",
                 409: "The organization has a voice of that name.",
             }
         ),

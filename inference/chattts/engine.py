@@ -25,6 +25,7 @@ import numpy as np
 from .. import requests
 from ..batch import Audio, BatchRow, BatchSink, Event
 from ..checkpoints import read_manifest
+from ..device import set_threads
 from ..engine import ModelUnavailable, SynthesisRequest
 from ..spec import SAMPLE_RATE
 from ..text import normalize_segment, normalizer_version
@@ -87,14 +88,7 @@ class ChatTTSEngine:
         from .checkpoint import build_config  # noqa: PLC0415  (torch/ChatTTS: worker processes only)
 
         dev = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
-        # Intra-op threads. None keeps torch's default (one per core). 0 is the worker's "auto": on
-        # a CPU one core fewer, since the web process, Redis and the worker's own threads share the
-        # machine, and a torch step whose thread loses its core stalls at every barrier (measured:
-        # docs/benchmarks.md, "Concurrent clients"); on a GPU torch's default.
-        if threads == 0 and dev.type == "cpu":
-            threads = max(1, torch.get_num_threads() - 1)
-        if threads:
-            torch.set_num_threads(threads)
+        set_threads(dev, threads)
         if precision == "auto":  # fp32: what measured best on a CPU and on an H200 (docs/benchmarks.md)
             precision = "fp32"
         if precision not in PRECISIONS:

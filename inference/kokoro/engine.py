@@ -26,6 +26,7 @@ import numpy as np
 
 from .. import requests
 from ..batch import Audio, BatchRow, BatchSink, Done, Event
+from ..device import set_threads
 from ..engine import SynthesisRequest, fade_edges
 from ..spec import SAMPLE_RATE
 from ..text import normalizer_version
@@ -87,12 +88,7 @@ class KokoroEngine:
         if precision not in PRECISIONS:
             raise ValueError(f"precision must be auto or one of {', '.join(PRECISIONS)}, not {precision!r}")
         dev = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
-        # As ChatTTS's engine: 0 is "auto", one core fewer on a CPU (the worker's other threads and the
-        # web process share it); None keeps torch's default.
-        if threads == 0 and dev.type == "cpu":
-            threads = max(1, torch.get_num_threads() - 1)
-        if threads:
-            torch.set_num_threads(threads)
+        set_threads(dev, threads)
         if dev.type == "cpu":
             keep_freed_memory()
         files = weights.local_files(model_dir) if model_dir else weights.downloaded_files(hf_cache_dir)

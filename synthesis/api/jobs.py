@@ -90,8 +90,9 @@ class CaptionsSerializer(serializers.Serializer):
             202: JobSerializer,
             **error_responses(
                 {
-                    400: "The request body is not valid.",
-                    403: "The voice or response_format is not in the plan, or the organization is suspended.",
+                    400: "The request body is not valid, or names an option or language the model does not take.",
+                    403: "The model, voice or response_format is not in the plan, or the organization is suspended.",
+                    404: "The model is not served here (model_not_found).",
                     409: "The Idempotency-Key was used with another body.",
                     429: "Rate limit, concurrency cap or monthly character quota (Retry-After).",
                     503: "The job queue is unavailable or at capacity (Retry-After).",

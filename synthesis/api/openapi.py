@@ -123,20 +123,24 @@ class JobStreamDoc(APIView):
 
 class VoicePreviewQuerySerializer(serializers.Serializer):
     format = serializers.CharField(required=False, default="mp3", help_text="Any output format name.")
+    model = serializers.CharField(
+        required=False, help_text="A built-in voice's model (default: the deployment's); an own voice has its own."
+    )
 
 
 class VoicePreviewDoc(APIView):
     @extend_schema(
         summary="Hear a voice",
-        description="A short fixed sentence in the voice (built-in or the organization's own), not billed; "
-        "cached per voice and model version.",
+        description="A short fixed sentence in the voice (a built-in one of `model`, or the organization's own), "
+        "not billed; cached per voice and model version.",
         parameters=[VoicePreviewQuerySerializer],
         responses={
             **audio_responses("The preview, in `format`.", events=False),
             **error_responses(
                 {
                     400: "Unknown format.",
-                    404: "No such voice in this organization.",
+                    403: "The model or format is not in the plan.",
+                    404: "No such voice in this organization, or the model is not served.",
                     409: "The voice's recording is still being encoded.",
                     503: "No synthesis worker can take it now (Retry-After).",
                 }

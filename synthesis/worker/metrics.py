@@ -1,6 +1,6 @@
 """The synthesis worker's own Prometheus metrics, served by each worker process on
-TTS_WORKER_METRICS_PORT (0: off): what an operator scales on — rows per batch, audio tokens per
-second, how long jobs waited for a worker, time to first audio, and the accelerator's memory."""
+TTS_WORKER_METRICS_PORT (0: off): what an operator scales on — rows per batch, audio tokens and
+seconds per second (by engine), how long jobs waited for a worker, time to first audio, and the accelerator's memory."""
 
 from __future__ import annotations
 
@@ -15,7 +15,12 @@ SECONDS = (0.05, 0.1, 0.25, 0.5, 1, 2, 3, 5, 10, 20, 30, 60, 120)
 BATCH_ROWS = Histogram(
     "tts_worker_batch_rows", "Rows (segments of jobs) generated together per batch", buckets=(1, 2, 4, 8, 16, 32, 64)
 )
-AUDIO_TOKENS = Counter("tts_worker_audio_tokens_total", "Audio tokens generated (46.875 per second of audio)")
+AUDIO_TOKENS = Counter(
+    "tts_worker_audio_tokens_total",
+    "Units the engine generated: ChatTTS audio tokens (46.875 a second of audio), Kokoro frames (40 a second)",
+    ["engine"],
+)
+AUDIO_SECONDS = Counter("tts_worker_audio_seconds_total", "Seconds of audio generated", ["engine"])
 QUEUE_WAIT = Histogram(
     "tts_worker_queue_wait_seconds", "Time from a job's submission to a worker taking it", buckets=SECONDS
 )

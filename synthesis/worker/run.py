@@ -114,7 +114,7 @@ class JobRun:
             self.held.setdefault(segment, []).append(samples)
 
     def done(self, segment: int, tokens: int, words: Sequence[RowWord] = ()) -> None:
-        worker_metrics.AUDIO_TOKENS.inc(tokens)
+        worker_metrics.AUDIO_TOKENS.labels(self.job.model).inc(tokens)
         self.ended.add(segment)
         if self.engine.spec.features.word_timings:
             self.words[segment] = tuple(words)
@@ -189,6 +189,7 @@ class JobRun:
         if not self.chunks:
             worker_metrics.FIRST_AUDIO.observe((timezone.now() - self.job.created_at).total_seconds())
         streams.publish(self.job.id, "audio", seq=self.chunks, pcm=pcm, keep=self.keep)
+        worker_metrics.AUDIO_SECONDS.labels(self.job.model).inc(len(pcm) / 2 / SAMPLE_RATE)
         self.pcm.write(pcm)
         self.chunks += 1
         self.position += len(pcm) // 2
