@@ -10,7 +10,8 @@ random checkpoint (noise, not speech: the compute is real). Every request has a 
    engine's own `stream` (its first chunk) for the same texts, in this process while the worker
    is idle; the ratio of the medians (target: at most 1.05);
 2. concurrency: N clients released together, aggregate audio seconds per wall second and errors,
-   against the engine's own `generate_batch` of the same N rows (target: at least 0.9 of it);
+   against the engine's own `generate_batch` of the same N requests' segments (target: at least
+   0.9 of it);
 3. memory: the worker's resident set after every 50 of `--jobs` requests (target: at most 1 GB,
    flat).
 Asserts nothing.
@@ -75,9 +76,11 @@ def main() -> None:
         return first
 
     def engine_batch(first: int, n: int) -> tuple[float, float]:
+        """The N requests' segments (as the service cuts them) in one `generate_batch`."""
         rows = [
-            BatchRow(str(i), engine.read(text(i)), params(i), engine.row_budget(text(i), params(i)))
+            BatchRow(f"{i}:{j}", segment, params(i), engine.row_budget(segment, params(i)))
             for i in range(first, first + n)
+            for j, segment in enumerate(segments(i))
         ]
         sink = CountingSink()
         started = time.perf_counter()

@@ -7,7 +7,7 @@ from ..text import Segmenting
 from .params import KokoroParams
 
 FRAMES_PER_SECOND = 40.0  # one predicted duration unit is 600 samples at 24 kHz
-FIRST_PIECE_SECONDS = 1.2  # of estimated speech: docs/benchmarks.md measures the first audio it gives
+FIRST_PIECE_SECONDS = 0.8  # of estimated speech: docs/benchmarks.md measures the first audio it gives
 
 
 def _voices() -> tuple[BuiltinVoice, ...]:

@@ -155,12 +155,20 @@ class Batcher:
                 self._cond.wait()
             deadline = time.monotonic() + self.gather_seconds
             while sum(r.total - r.scheduled for r in self._waiting) < self.max_batch:
+                if self._live_first_sentence():
+                    break
                 left = deadline - time.monotonic()
                 if left <= 0:
                     break
                 self._cond.wait(left)
             rows, runs = self._fill()
         return rows, runs
+
+    def _live_first_sentence(self) -> bool:
+        """Whether a live job's first sentence is waiting, on an engine that makes sentences whole:
+        it waits for no companion (its first audio is that sentence); later ones join at the next
+        step (continuous batching)."""
+        return self.first_alone and any(r.job.interactive and not r.scheduled for r in self._waiting)
 
     def _fill(self, room: int | None = None) -> tuple[list[BatchRow], dict[str, JobRun]]:
         """Up to `room` rows (TTS_MAX_BATCH): round-robin over organizations (paid plans first),

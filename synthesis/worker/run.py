@@ -152,7 +152,7 @@ class JobRun:
             return
         if segment not in self._opened:
             self._opened.add(segment)
-            if segment:  # a short pause between sentences
+            if segment and segment not in self.continued:  # a short pause between sentences (not within one)
                 self._publish_pcm(to_pcm16(pause()))
             self.starts[segment] = self.position
         self._publish_pcm(to_pcm16(samples))

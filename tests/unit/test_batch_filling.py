@@ -81,3 +81,14 @@ def test_an_engine_that_streams_tokens_takes_a_live_jobs_sentences_together():
     b._waiting = [Run("a", total=5)]
     rows, _ = b._fill()
     assert rows == ["a:0", "a:1", "a:2", "a:3"]  # its first chunk streams within the batch
+
+
+def test_a_live_jobs_first_sentence_does_not_wait_for_companions_on_such_an_engine():
+    kokoro, chattts = batcher(KOKORO), batcher(CHATTTS)
+    for b in (kokoro, chattts):
+        b.first_alone = b.engine.spec.features.streaming == "sentences"
+        b._waiting = [Run("a", total=2)]
+    assert kokoro._live_first_sentence() is True  # gathering would delay its first audio
+    assert chattts._live_first_sentence() is False  # its first chunk streams within the batch anyway
+    kokoro._waiting = [Run("j", total=2, interactive=False)]
+    assert kokoro._live_first_sentence() is False  # an asynchronous job may wait for companions
