@@ -9,7 +9,7 @@ engine lacks is refused from its spec, naming the engine.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from .text import PreparedText, Segmenting, prepare
 
@@ -97,10 +97,12 @@ class EngineSpec:
         """The same text and voice always give the same audio: every request is cacheable."""
         return not self.features.seeds
 
-    def prepare(self, text: str) -> PreparedText:
+    def prepare(self, text: str, live: bool = True) -> PreparedText:
         """`text` validated for this model (its inline tags, its languages) and split into
-        sentence segments; TextError says what is wrong."""
-        return prepare(text, self.inline_tags, self.languages, self.name, self.segmenting)
+        segments as the model wants them (`live`: someone listens as it is made, so the first
+        sentence may be cut short; an asynchronous job's is not); TextError says what is wrong."""
+        cutting = self.segmenting if live else replace(self.segmenting, first_piece_seconds=0.0)
+        return prepare(text, self.inline_tags, self.languages, self.name, cutting)
 
     def voice(self, name: str) -> BuiltinVoice | None:
         """A built-in voice by its id or by OpenAI's name for it."""

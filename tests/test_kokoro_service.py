@@ -19,7 +19,9 @@ import websockets
 from billing.models import UsageEvent
 from inference.spec import SAMPLE_RATE
 from synthesis.models import Job
+from tests.conftest import make_persona
 from tests.factories import own_plan
+from tests.test_concurrent_load import speak_all
 from tests.test_websocket import collect
 from voices.models import Voice
 
@@ -289,3 +291,41 @@ def test_openais_sdk_speaks_with_kokoro(live_stack, owner):
     audio = client.audio.speech.create(model="kokoro", voice="nova", input="Hello from Kokoro.", response_format="wav")
     assert audio.content[:4] == b"RIFF" and len(audio.content) > 44 + 2 * SAMPLE_RATE // 4
     assert Job.objects.filter(model="kokoro", voice="nova").exists()
+
+
+def test_identical_kokoro_requests_share_one_generation_seeded_or_not(live_stack):
+    org = make_persona("Echo Kokoro", concurrent_jobs=8, requests_per_minute=1000)
+    body = {"model": "kokoro", "voice": "af_heart", "input": "Welcome aboard, everybody, at the same time."}
+    responses = speak_all(live_stack.base_url, org.key, [body, body, {**body, "seed": 3}, body])
+    assert [r.status_code for r in responses] == [200] * 4
+    assert len({r.content for r in responses}) == 1 and responses[0].content
+    assert Job.objects.filter(organization=org.org).count() == 1  # one generation for four requests
+    assert sorted(r.headers["x-cache"] for r in responses).count("miss") == 1
+    assert UsageEvent.objects.filter(organization=org.org, cached=True).count() == 3
+
+
+def test_a_long_form_kokoro_job_beyond_the_request_limit_is_captioned_word_by_word(live_stack, owner):
+    own_plan(owner.org, "short-requests", max_input_chars=100, max_job_chars=2000)
+    article = " ".join(f"Paragraph {n} starts here, and it goes on for a little while." for n in range(6))
+    assert 100 < len(article) <= 2000
+    with live_stack.client(owner.key) as client:
+        refused = client.post("/audio/speech", json={"model": "kokoro", "input": article})
+        job = client.post("/jobs", json={"model": "kokoro", "voice": "am_adam", "input": article}).json()
+        for _ in range(900):
+            done = client.get(f"/jobs/{job['id']}").json()
+            if done["status"] in ("succeeded", "failed"):
+                break
+            asyncio.run(asyncio.sleep(0.1))
+        captions = client.get(f"/jobs/{job['id']}/captions").json()["segments"]
+        audio = client.get(f"/jobs/{job['id']}/audio")
+    assert refused.status_code == 400 and "/v1/jobs" in refused.json()["error"]["message"]
+    assert done["status"] == "succeeded" and done["model"] == "kokoro", done
+    assert (
+        len(captions) == 6
+        and [c["text"] for c in captions][0] == "Paragraph 0 starts here, and it goes on for a little while."
+    )
+    for segment in captions:
+        assert_words_fit(segment)
+    assert audio.status_code == 200 and audio.headers["content-type"] == "audio/mpeg"
+    row = UsageEvent.objects.get(job_id=job["id"])
+    assert row.model == "kokoro" and row.characters == math.ceil(len(article) * 0.5)

@@ -148,7 +148,7 @@ class JobViewSet(mixins.RetrieveModelMixin, TenantScopedViewSet):
         digest = request_digest({**data, "callback_url": callback_url})
         principal, limits = request.user, limits_for(request.user.organization)
         enforce_plan_limits(limits, data, job=True)
-        speech = prepare_speech(data, principal.organization, limits)
+        speech = prepare_speech(data, principal.organization, limits, live=False)
         how = Submission(interactive=False, callback_url=callback_url, idempotency_key=key, request_hash=digest)
         job = async_to_sync(admit_job)(principal, limits, speech, request._request.request_id, how)
         response = Response(JobSerializer(job).data, status=status.HTTP_202_ACCEPTED)

@@ -94,13 +94,13 @@ def enforce_plan_limits(limits: Limits, data: dict, job: bool = False) -> None:
 
 
 def prepare_speech(
-    data: dict, organization, limits: Limits, cacheable: bool = True, free: bool = False
+    data: dict, organization, limits: Limits, cacheable: bool = True, free: bool = False, live: bool = True
 ) -> PreparedSpeech:
     """Check the text for the model, split it, apply the organization's pronunciation lexicons to
     each segment and fix every generation parameter (database and CPU work: call in a thread)."""
     spec = engines.spec_for(data["model"])
     try:
-        text = spec.prepare(data["input"])
+        text = spec.prepare(data["input"], live)
     except TextError as exc:
         raise ApiError(400, str(exc), "invalid_input", "input") from exc
     matcher = matcher_for(organization, data.get("lexicons", []), phonemes=spec.features.phoneme_lexicons)

@@ -160,3 +160,11 @@ def test_kokoro_speaks_a_sentence_a_segment_and_cuts_the_first_one_short():
     assert CHATTTS.prepare("The quick brown fox jumps over the lazy dog. It costs $5 today.").segments == (
         "The quick brown fox jumps over the lazy dog. It costs $5 today.",
     )
+
+
+def test_an_asynchronous_jobs_first_sentence_is_not_cut():
+    text = "The quick brown fox jumps over the lazy dog. It costs $5 today."
+    assert KOKORO.prepare(text, live=False).segments == (
+        "The quick brown fox jumps over the lazy dog.",
+        "It costs $5 today.",
+    )
