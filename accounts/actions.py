@@ -13,7 +13,11 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 from django.utils.text import slugify
 
-from .models import Invitation, Membership, Organization, _invitation_token, _new_webhook_secret
+from tts_saas.errors import ApiError
+
+from . import audit
+from .models import ApiKey, Invitation, Membership, Organization, _invitation_token, _new_webhook_secret
+from .network import permits
 
 logger = logging.getLogger(__name__)
 
@@ -79,6 +83,7 @@ def invite(organization: Organization, email: str, role: str, invited_by, accept
         ).delete()
         invitation = Invitation.objects.create(organization=organization, email=email, role=role, invited_by=invited_by)
         _send_invitation(invitation, invited_by, accept_url)
+        audit.record(organization, "member.invited", invited_by, target=f"member:{email}", after={"role": role})
     return invitation
 
 
@@ -151,6 +156,7 @@ def _join(invitation: Invitation, user) -> Membership:
     Invitation.objects.filter(
         organization=invitation.organization_id, email__iexact=address_of(user), accepted_at__isnull=True
     ).update(accepted_at=timezone.now())
+    audit.record(membership.organization, "member.joined", user, after={"role": membership.role})
     return membership
 
 
@@ -207,6 +213,7 @@ def remove_member(acting: Membership, membership_id: int) -> Membership | None:
         if target.role == Membership.Role.OWNER and owners == [target.pk]:
             return None
         target.delete()
+        audit.record(org, "member.removed", acting, target=f"member:{target.user.email}", before={"role": target.role})
     return target
 
 
@@ -269,12 +276,20 @@ def change_role(acting: Membership, membership_id: int, role: str) -> tuple[Memb
             return target, False
         if target.role == Membership.Role.OWNER and owners == [target.pk]:
             raise LastOwner(f"{target.user.email} is the only owner: make someone else owner first.")
-        target.role = role
+        before, target.role = target.role, role
         target.save(update_fields=["role"])
+        audit.record(
+            org,
+            "member.role_changed",
+            acting,
+            target=f"member:{target.user.email}",
+            before={"role": before},
+            after={"role": role},
+        )
     return target, True
 
 
-def rotate_webhook_secret(org: Organization) -> str:
+def rotate_webhook_secret(org: Organization, by=None) -> str:
     """A new webhook secret for `org`, returned (and set on `org`). The one it replaces keeps
     signing callbacks alongside for WEBHOOK_SECRET_GRACE, so receivers switch without losing a
     delivery. The row is locked, so of two concurrent rotations the second keeps the first's new
@@ -285,6 +300,38 @@ def rotate_webhook_secret(org: Organization) -> str:
         locked.webhook_secret = _new_webhook_secret()
         locked.webhook_secret_rotated_at = timezone.now()
         locked.save(update_fields=["webhook_secret", "previous_webhook_secret", "webhook_secret_rotated_at"])
+        audit.record(org, "webhook_secret.rotated", by)
     for field in ("webhook_secret", "previous_webhook_secret", "webhook_secret_rotated_at"):
         setattr(org, field, getattr(locked, field))
     return locked.webhook_secret
+
+
+def set_ip_allowlist(org: Organization, networks: list[str], caller: str | None, by=None) -> None:
+    """Replace `org`'s IP allowlist; a list that would refuse the caller's own address is refused
+    (400), so an admin cannot lock the organization out by mistake."""
+    if networks and not permits(networks, caller):
+        raise ApiError(
+            400,
+            f"This list would refuse your own address ({caller}): add it, or make the change from an allowed address.",
+            "invalid_value",
+            "allowed_ips",
+        )
+    before, org.allowed_ips = org.allowed_ips, networks
+    org.save(update_fields=["allowed_ips"])
+    if before != networks:
+        audit.record(org, "ip_allowlist.updated", by, before={"allowed_ips": before}, after={"allowed_ips": networks})
+
+
+def create_key(org: Organization, name: str, by, **options) -> tuple[ApiKey, str]:
+    """A new key (see Organization.create_api_key), recorded in the audit log."""
+    key, raw = org.create_api_key(name, **options)
+    after = {"name": key.name, "kind": key.kind, "scopes": key.scopes, "allowed_ips": key.allowed_ips}
+    after["expires_at"] = key.expires_at.isoformat() if key.expires_at else None
+    audit.record(org, "key.created", by, target=f"key:{key.prefix}", after=after)
+    return key, raw
+
+
+def revoke_key(key: ApiKey, by) -> None:
+    if key.revoked_at is None:
+        key.revoke()
+        audit.record(key.organization, "key.revoked", by, target=f"key:{key.prefix}", before={"name": key.name})

@@ -1,18 +1,22 @@
 """Every way in, in one module, each ending in the same `Principal`: an API key
-(`Authorization: Bearer tts_<prefix>_<secret>`), a single-use WebSocket ticket, or a signed-in
-dashboard member. A key must be unrevoked and unexpired, a member still a member, and the
-organization not suspended: those checks are written once, here."""
+(`Authorization: Bearer tts_<prefix>_<secret>`), a single-use WebSocket ticket, a signed-in
+dashboard member, or a client token acting for its key (`tts_tok_…`, speech only). A key must be
+unrevoked and unexpired, called from an address its allowlist and its organization's permit, a
+member still a member, and the organization not suspended: those checks are written once, here;
+so is the scope check (`require`)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from rest_framework.authentication import BaseAuthentication
 
 from tts_saas.errors import ApiError
 
-from . import tickets
+from . import audit, client_tokens, tickets
+from . import scopes as key_scopes
 from .models import KEY_SCHEME, ApiKey, Membership, Organization
+from .network import permits
 
 
 @dataclass(frozen=True)
@@ -23,6 +27,8 @@ class Principal:
     api_key: ApiKey | None  # None for a dashboard member
     user_id: int | None = None  # the member, for a dashboard session or a member's ticket
     is_admin: bool = False  # an admin key, or an owner/admin member: may manage keys and the team
+    scopes: frozenset[str] = key_scopes.STANDARD  # what it may do (accounts.scopes)
+    token: client_tokens.ClientToken | None = None  # a client token acting for `api_key` (speech only)
 
     is_authenticated = True  # lets DRF's IsAuthenticated accept it as request.user
 
@@ -33,13 +39,41 @@ def check_active(org: Organization) -> None:
         raise ApiError(403, f"Your organization has been suspended{reason}", "organization_suspended")
 
 
-def principal_for_key(key: ApiKey) -> Principal:
-    """The caller behind a key already identified (by its secret, or by a WebSocket ticket)."""
+def check_address(org: Organization, key: ApiKey | None, address: str | None) -> None:
+    """The organization's allowlist, then the key's: 403 `ip_not_allowed` naming the address (and
+    recorded in the audit log)."""
+    for whose, networks in (("your organization's", org.allowed_ips), ("this API key's", key and key.allowed_ips)):
+        if networks and not permits(networks, address):
+            audit.record(org, "access.ip_refused", key, target=f"key:{key.prefix}" if key else "", ip=address)
+            raise ApiError(403, f"Calls from {address} are not allowed by {whose} IP allowlist.", "ip_not_allowed")
+
+
+def principal_for_key(key: ApiKey, address: str | None = None, *, check_ip: bool = True) -> Principal:
+    """The caller behind a key already identified (by its secret, or by a WebSocket ticket),
+    calling from `address`."""
     if not key.is_usable():
         raise ApiError(401, "This API key has been revoked or has expired.", "invalid_api_key")
     check_active(key.organization)
+    if check_ip:
+        check_address(key.organization, key, address)
     key.touch()
-    return Principal(organization=key.organization, api_key=key, is_admin=key.kind == ApiKey.Kind.ADMIN)
+    return Principal(
+        organization=key.organization,
+        api_key=key,
+        is_admin=key.kind == ApiKey.Kind.ADMIN,
+        scopes=frozenset(key.scopes),
+    )
+
+
+def require(principal: Principal, scope: str | None, what: str) -> None:
+    """403 `insufficient_permissions` naming the missing scope, unless the caller has it."""
+    if scope is not None and not key_scopes.allows(principal.scopes, scope):
+        who = "This API key" if principal.api_key is not None else "Your role"
+        raise ApiError(
+            403,
+            f"{who} lacks the scope '{scope}', needed for {what}. An admin key has every scope.",
+            "insufficient_permissions",
+        )
 
 
 def principal_for_member(membership: Membership, *, active: bool = True) -> Principal:
@@ -52,6 +86,7 @@ def principal_for_member(membership: Membership, *, active: bool = True) -> Prin
         api_key=None,
         user_id=membership.user_id,
         is_admin=membership.is_admin,
+        scopes=key_scopes.ALL if membership.is_admin else key_scopes.STANDARD,
     )
 
 
@@ -64,8 +99,10 @@ def _raw_key_from_header(header: str | None) -> str:
     return raw.strip()
 
 
-def authenticate_key(header: str | None) -> Principal:
+def authenticate_key(header: str | None, address: str | None = None) -> Principal:
     raw = _raw_key_from_header(header)
+    if raw.startswith(client_tokens.PREFIX):
+        return authenticate_token(raw, address)
     scheme, _, rest = raw.partition("_")
     prefix, _, secret = rest.partition("_")
     invalid = ApiError(401, "Incorrect API key provided.", "invalid_api_key")
@@ -74,11 +111,31 @@ def authenticate_key(header: str | None) -> Principal:
     key = ApiKey.objects.select_related("organization").filter(prefix=prefix).first()
     if key is None or not key.matches(raw):
         raise invalid
-    return principal_for_key(key)
+    return principal_for_key(key, address)
 
 
-def authenticate_ticket(ticket: str) -> Principal:
-    """Spend a WebSocket ticket (once) and check its holder as it is now."""
+def authenticate_token(raw: str, address: str | None = None) -> Principal:
+    """A client token (accounts.client_tokens), spent if single-use: the key that minted it, as it
+    is now, with speech as its only scope and the token's terms."""
+    token = client_tokens.redeem(raw)
+    if token is None:
+        raise ApiError(401, "This client token is unknown, used up or expired.", "invalid_token")
+    return _token_principal(token, address)
+
+
+def _token_principal(token: client_tokens.ClientToken, address: str | None) -> Principal:
+    if token.expired:
+        raise ApiError(401, "This client token has expired.", "invalid_token")
+    key = ApiKey.objects.select_related("organization").filter(pk=token.api_key_id).first()
+    if key is None:
+        raise ApiError(401, "This client token's API key has been deleted.", "invalid_token")
+    principal = principal_for_key(key, address)
+    speech = frozenset({key_scopes.WEBSOCKET}) & principal.scopes
+    return replace(principal, scopes=speech, is_admin=False, token=token)
+
+
+def authenticate_ticket(ticket: str, address: str | None = None) -> Principal:
+    """Spend a WebSocket ticket (once) and check its holder as it is now, from `address`."""
     holder = tickets.redeem(ticket)
     if holder is None:
         raise ApiError(401, "Authenticate with an Authorization header or a fresh ticket.", "invalid_ticket")
@@ -86,7 +143,7 @@ def authenticate_ticket(ticket: str) -> Principal:
         key = ApiKey.objects.select_related("organization").filter(pk=holder["api_key"]).first()
         if key is None:
             raise ApiError(401, "Unknown ticket.", "invalid_ticket")
-        return principal_for_key(key)
+        return principal_for_key(key, address)
     membership = (
         Membership.objects.select_related("organization")
         .filter(organization_id=int(holder["organization"]), user_id=int(holder["user"]), user__is_active=True)
@@ -94,17 +151,22 @@ def authenticate_ticket(ticket: str) -> Principal:
     )
     if membership is None:
         raise ApiError(401, "This ticket's member has left the organization.", "invalid_ticket")
-    return principal_for_member(membership)
+    principal = principal_for_member(membership)
+    check_address(principal.organization, None, address)
+    return principal
 
 
-def refresh(principal: Principal) -> Principal:
+def refresh(principal: Principal, address: str | None = None) -> Principal:
     """The same caller as it stands now: a long-lived connection re-checks, per request, that its
-    key is still valid, its member still a member and its organization not suspended."""
+    key is still valid (its scopes and allowlists as they are now), its member still a member and
+    its organization not suspended."""
+    if principal.token is not None:
+        return _token_principal(principal.token, address)
     if principal.api_key is not None:
         key = ApiKey.objects.select_related("organization").filter(pk=principal.api_key.pk).first()
         if key is None:
             raise ApiError(401, "This API key has been deleted.", "invalid_api_key")
-        return principal_for_key(key)
+        return principal_for_key(key, address)
     membership = (
         Membership.objects.select_related("organization")
         .filter(organization_id=principal.organization.pk, user_id=principal.user_id or 0, user__is_active=True)
@@ -112,11 +174,18 @@ def refresh(principal: Principal) -> Principal:
     )
     if membership is None:
         raise ApiError(401, "You are no longer a member of this organization.", "invalid_ticket")
-    return principal_for_member(membership)
+    principal = principal_for_member(membership)
+    check_address(principal.organization, None, address)
+    return principal
 
 
 def issue_ticket(principal: Principal) -> str:
-    """A WebSocket ticket for this caller: its key, or the member in their organization."""
+    """A WebSocket ticket for this caller: its key, or the member in their organization (a client
+    token connects with itself: a ticket would act as its whole key)."""
+    if principal.token is not None:
+        raise ApiError(
+            403, "A client token connects to the WebSocket itself (?token=…): it cannot buy tickets.", "invalid_token"
+        )
     if principal.api_key is not None:
         return tickets.issue(api_key_id=principal.api_key.pk)
     return tickets.issue(organization_id=principal.organization.pk, user_id=principal.user_id)
@@ -124,7 +193,7 @@ def issue_ticket(principal: Principal) -> str:
 
 class ApiKeyAuthentication(BaseAuthentication):
     def authenticate(self, request):
-        principal = authenticate_key(request.headers.get("Authorization"))
+        principal = authenticate_key(request.headers.get("Authorization"), request.META.get("REMOTE_ADDR"))
         return principal, principal.api_key
 
     def authenticate_header(self, request) -> str:

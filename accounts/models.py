@@ -18,6 +18,8 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
+from . import scopes as key_scopes
+
 KEY_SCHEME = "tts"
 PREFIX_LENGTH = 12
 SECRET_LENGTH = 32
@@ -53,6 +55,8 @@ class Organization(models.Model):
     webhook_secret = models.CharField(max_length=64, default=_new_webhook_secret)
     previous_webhook_secret = models.CharField(max_length=64, blank=True)  # signs too, for the grace
     webhook_secret_rotated_at = models.DateTimeField(null=True, blank=True)
+    # API calls (REST and WebSocket) are refused from other addresses; empty: any address.
+    allowed_ips = models.JSONField(default=list, blank=True, help_text="CIDR networks; empty: any address")
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
@@ -80,8 +84,21 @@ class Organization(models.Model):
             return [self.webhook_secret, self.previous_webhook_secret]
         return [self.webhook_secret]
 
-    def create_api_key(self, name: str, expires_at=None, created_by=None, kind: str = "standard") -> tuple[ApiKey, str]:
-        """Make a key; the raw key is returned once and never stored."""
+    def create_api_key(
+        self,
+        name: str,
+        expires_at=None,
+        created_by=None,
+        kind: str = "standard",
+        scopes: frozenset[str] | None = None,
+        allowed_ips: list[str] | None = None,
+    ) -> tuple[ApiKey, str]:
+        """Make a key with a preset's scopes (`kind`) or scopes of its own; the raw key is returned
+        once and never stored."""
+        if scopes is None:
+            scopes = key_scopes.PRESETS[kind]
+        kind = key_scopes.preset_of(scopes)
+        kind = kind if kind in ApiKey.Kind.values else ApiKey.Kind.RESTRICTED
         prefix, secret = random_token(PREFIX_LENGTH), random_token(SECRET_LENGTH)
         raw = f"{KEY_SCHEME}_{prefix}_{secret}"
         key = ApiKey.objects.create(
@@ -92,6 +109,8 @@ class Organization(models.Model):
             expires_at=expires_at,
             created_by=created_by,
             kind=kind,
+            scopes=sorted(scopes),
+            allowed_ips=allowed_ips or [],
         )
         return key, raw
 
@@ -121,14 +140,17 @@ class Membership(models.Model):
 
 class ApiKey(models.Model):
     class Kind(models.TextChoices):
-        STANDARD = "standard"  # synthesis and reads
-        ADMIN = "admin"  # also manages the organization's keys
+        STANDARD = "standard"  # the scopes of an application: speech, jobs, voices, lexicons, usage
+        ADMIN = "admin"  # every scope, management too
+        RESTRICTED = "restricted"  # scopes of its own
 
     organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="api_keys")
     name = models.CharField(max_length=200)
     prefix = models.CharField(max_length=PREFIX_LENGTH, unique=True)
     hashed_key = models.CharField(max_length=64)
     kind = models.CharField(max_length=16, choices=Kind.choices, default=Kind.STANDARD)
+    scopes = models.JSONField(default=list, help_text="area:level strings (accounts.scopes)")
+    allowed_ips = models.JSONField(default=list, blank=True, help_text="CIDR networks; empty: any address")
     created_at = models.DateTimeField(default=timezone.now)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
@@ -198,3 +220,44 @@ class Invitation(models.Model):
         )
         Invitation.objects.filter(pk=self.pk).update(accepted_at=timezone.now())
         return membership
+
+
+class AuditEventQuerySet(models.QuerySet):
+    def update(self, **kwargs):
+        raise TypeError("Audit events are append-only.")
+
+
+class AuditEvent(models.Model):
+    """One thing done to or in an organization, by whom, from where: append-only (no update; rows
+    leave only by age, `TTS_AUDIT_RETENTION_DAYS`). `before`/`after` hold what changed."""
+
+    class Actor(models.TextChoices):
+        MEMBER = "member"
+        KEY = "key"
+        STAFF = "staff"
+        ANONYMOUS = "anonymous"  # a failed sign-in, a call refused before a key was known
+
+    organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="audit_events")
+    created_at = models.DateTimeField(default=timezone.now, db_index=True)
+    action = models.CharField(max_length=64, db_index=True)
+    actor_type = models.CharField(max_length=16, choices=Actor.choices)
+    actor_id = models.CharField(max_length=64, blank=True)  # a user's id, a key's prefix
+    actor_label = models.CharField(max_length=254, blank=True)  # an e-mail, a key's name
+    ip = models.GenericIPAddressField(null=True, blank=True)
+    target = models.CharField(max_length=200, blank=True)  # e.g. "key:AbC123", "member:ann@example.com"
+    before = models.JSONField(null=True, blank=True)
+    after = models.JSONField(null=True, blank=True)
+
+    objects = AuditEventQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["organization", "-created_at", "-id"])]
+
+    def __str__(self) -> str:
+        return f"{self.created_at:%Y-%m-%d %H:%M} {self.action} by {self.actor_label or self.actor_type}"
+
+    def save(self, *args, **kwargs):
+        if self.pk is not None:
+            raise TypeError("Audit events are append-only.")
+        super().save(*args, **kwargs)

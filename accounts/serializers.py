@@ -4,7 +4,12 @@ from django.utils import timezone
 from drf_spectacular.utils import extend_schema_serializer
 from rest_framework import serializers
 
+from tts_saas.serializers import StrictSerializer
+
+from . import client_tokens
+from . import scopes as key_scopes
 from .models import KEY_SCHEME, ApiKey
+from .network import parse_networks
 
 
 class ApiKeySerializer(serializers.ModelSerializer):
@@ -13,7 +18,18 @@ class ApiKeySerializer(serializers.ModelSerializer):
 
     class Meta:
         model = ApiKey
-        fields = ["id", "name", "kind", "redacted", "created_at", "last_used_at", "expires_at", "revoked_at"]
+        fields = [
+            "id",
+            "name",
+            "kind",
+            "scopes",
+            "allowed_ips",
+            "redacted",
+            "created_at",
+            "last_used_at",
+            "expires_at",
+            "revoked_at",
+        ]
         read_only_fields = ["created_at", "last_used_at", "revoked_at"]
 
     def get_redacted(self, key: ApiKey) -> str:
@@ -36,15 +52,68 @@ class ApiKeyListSerializer(serializers.Serializer):
     data = ApiKeySerializer(many=True)  # type: ignore[assignment]
 
 
-class ApiKeyCreateSerializer(serializers.Serializer):
+class ScopesField(serializers.ListField):
+    child = serializers.CharField()
+
+    def to_internal_value(self, data):
+        try:
+            return key_scopes.parse(data)
+        except ValueError as exc:
+            raise serializers.ValidationError(str(exc)) from None
+
+
+class NetworksField(serializers.ListField):
+    child = serializers.CharField()
+
+    def to_internal_value(self, data):
+        try:
+            return parse_networks(data)
+        except ValueError as exc:
+            raise serializers.ValidationError(str(exc)) from None
+
+
+class ApiKeyCreateSerializer(StrictSerializer):
     name = serializers.CharField(max_length=200)
-    kind = serializers.ChoiceField(choices=ApiKey.Kind.choices, default=ApiKey.Kind.STANDARD)
+    kind = serializers.ChoiceField(
+        choices=[ApiKey.Kind.STANDARD, ApiKey.Kind.ADMIN],
+        required=False,
+        help_text="A preset: standard (speech, jobs, voices, lexicons, usage, billing) or admin (every scope). "
+        "Give `scopes` instead for a key of its own.",
+    )
+    scopes = ScopesField(
+        required=False,
+        help_text="`area:read` or `area:write` (write includes read), or presets (admin, standard, speech, "
+        f"read_only). Areas: {', '.join(key_scopes.AREAS)}. At most the scopes of the caller.",
+    )
+    allowed_ips = NetworksField(
+        required=False, help_text="Addresses or CIDR networks (IPv4, IPv6) this key may call from; empty: any."
+    )
     expires_at = serializers.DateTimeField(required=False, allow_null=True, default=None)
 
     def validate_expires_at(self, value):
         if value is not None and value <= timezone.now():
             raise serializers.ValidationError("expires_at must be in the future.")
         return value
+
+    def validate(self, attrs):
+        if "kind" in attrs and "scopes" in attrs:
+            raise serializers.ValidationError({"scopes": ["Give `kind` (a preset) or `scopes`, not both."]})
+        if "scopes" not in attrs:
+            attrs["scopes"] = key_scopes.PRESETS[attrs.pop("kind", ApiKey.Kind.STANDARD)]
+        granted = self.context.get("granted", key_scopes.ALL)
+        beyond = sorted(s for s in attrs["scopes"] if not key_scopes.allows(granted, s))
+        if beyond:
+            raise serializers.ValidationError(
+                {"scopes": [f"A key cannot give scopes it lacks itself: {', '.join(beyond)}."]}, code="invalid_value"
+            )
+        return attrs
+
+
+class IpAllowlistSerializer(StrictSerializer):
+    """The organization's IP allowlist: API calls (REST and WebSocket) from other addresses are
+    refused with 403 `ip_not_allowed`; each key may narrow it further."""
+
+    allowed_ips = NetworksField(help_text="Addresses or CIDR networks (IPv4, IPv6); empty: any address.")
 
 
 class WebhookSecretSerializer(serializers.Serializer):
@@ -60,3 +129,74 @@ class WebhookSecretSerializer(serializers.Serializer):
         allow_null=True,
         help_text="Until then callbacks are also signed with the previous secret; null when they are not.",
     )
+
+
+class AuditEventSerializer(serializers.Serializer):
+    id = serializers.SerializerMethodField()
+    object = serializers.SerializerMethodField()
+    created_at = serializers.DateTimeField()
+    action = serializers.CharField(help_text="e.g. key.created, key.revoked, signin.failed, access.ip_refused")
+    actor = serializers.SerializerMethodField()
+    ip = serializers.IPAddressField(allow_null=True)
+    target = serializers.CharField(help_text='what it was done to, e.g. "key:AbC123…", "member:ann@example.com"')
+    before = serializers.JSONField(allow_null=True)
+    after = serializers.JSONField(allow_null=True)
+
+    def get_id(self, event) -> str:
+        return f"{AUDIT_ID_PREFIX}{event.pk}"
+
+    def get_object(self, event) -> str:
+        return "audit_log"
+
+    def get_actor(self, event) -> dict:
+        return {"type": event.actor_type, "id": event.actor_id, "label": event.actor_label}
+
+
+AUDIT_ID_PREFIX = "audit_"
+
+
+class AuditQuerySerializer(StrictSerializer):
+    action = serializers.CharField(required=False, help_text='one action, or a group ending in "." (e.g. "key.")')
+    actor_id = serializers.CharField(required=False, help_text="a member's id or a key's id")
+    since = serializers.DateTimeField(required=False)
+    until = serializers.DateTimeField(required=False)
+    after = serializers.RegexField(
+        rf"^{AUDIT_ID_PREFIX}\d{{1,18}}$", required=False, help_text="a cursor: the last id of the previous page"
+    )
+    limit = serializers.IntegerField(required=False, min_value=1, max_value=100, default=20)
+
+
+@extend_schema_serializer(many=False)
+class AuditEventListSerializer(serializers.Serializer):
+    object = serializers.ChoiceField(choices=["list"])
+    data = AuditEventSerializer(many=True)  # type: ignore[assignment]
+    first_id = serializers.CharField(allow_null=True)
+    last_id = serializers.CharField(allow_null=True)
+    has_more = serializers.BooleanField()
+
+
+class ClientTokenCreateSerializer(StrictSerializer):
+    expires_in = serializers.IntegerField(
+        min_value=10,
+        max_value=client_tokens.MAX_SECONDS,
+        default=client_tokens.DEFAULT_SECONDS,
+        help_text="Seconds the token lives (10 to 3600; 300 when not given).",
+    )
+    single_use = serializers.BooleanField(default=False, help_text="Spent by its first request (or WebSocket).")
+    voice = serializers.CharField(
+        required=False, max_length=64, help_text="The one voice it may speak with (a built-in name or voice_…)."
+    )
+    max_characters = serializers.IntegerField(
+        required=False, min_value=1, max_value=10_000_000, help_text="Characters of input it may speak in all."
+    )
+
+
+class ClientTokenSerializer(serializers.Serializer):
+    object = serializers.ChoiceField(choices=["client_token"])
+    token = serializers.CharField(
+        help_text="tts_tok_…: send it as `Authorization: Bearer`, or `?token=` on the WebSocket."
+    )
+    expires_at = serializers.DateTimeField()
+    single_use = serializers.BooleanField()
+    voice = serializers.CharField(allow_null=True)
+    max_characters = serializers.IntegerField(allow_null=True)

@@ -1,25 +1,35 @@
 """/v1/keys: create (the secret is in this response only), list, revoke; /v1/webhooks/secret: the
-organization's callback signing secret, read and rotated. Admin keys only."""
+organization's callback signing secret, read and rotated; /v1/organization/ip_allowlist. Each call
+needs its scope (keys, webhooks, organization: see accounts.scopes), checked by the API's policy."""
 
 from __future__ import annotations
 
 import re
+from datetime import UTC, datetime
 
 from django.http import Http404
 from drf_spectacular.utils import extend_schema, extend_schema_view
 from rest_framework import mixins, status, viewsets
-from rest_framework.permissions import BasePermission
 from rest_framework.response import Response
 
 from tts_saas.errors import ApiError, error_responses
+from tts_saas.serializers import refuse_any_body
 
-from . import actions
+from . import actions, audit, client_tokens, scopes
+from .auth import require
 from .models import PREFIX_LENGTH, ApiKey
 from .serializers import (
+    AUDIT_ID_PREFIX,
     ApiKeyCreatedSerializer,
     ApiKeyCreateSerializer,
     ApiKeyListSerializer,
     ApiKeySerializer,
+    AuditEventListSerializer,
+    AuditEventSerializer,
+    AuditQuerySerializer,
+    ClientTokenCreateSerializer,
+    ClientTokenSerializer,
+    IpAllowlistSerializer,
     WebhookSecretSerializer,
 )
 from .tenancy import TenantScopedViewSet
@@ -27,22 +37,7 @@ from .tenancy import TenantScopedViewSet
 KEY_ID = re.compile(rf"[A-Za-z0-9]{{{PREFIX_LENGTH}}}")  # a key's public id: its prefix
 
 
-class IsOrganizationAdmin(BasePermission):
-    what = "Managing API keys"
-
-    def has_permission(self, request, view) -> bool:
-        if not getattr(request.user, "is_admin", False):
-            raise ApiError(
-                403, f"{self.what} needs an admin key (or an owner/admin in the dashboard).", "insufficient_permissions"
-            )
-        return True
-
-
-class ManagesWebhookSecret(IsOrganizationAdmin):
-    what = "The webhook signing secret"
-
-
-ADMIN_ONLY = {403: "Needs an admin key (or the organization is suspended)."}
+ADMIN_ONLY = {403: "The key lacks the scope (keys, webhooks or organization), or the organization is suspended."}
 NO_KEY = {404: "No API key with that id in this organization."}
 
 
@@ -65,7 +60,6 @@ NO_KEY = {404: "No API key with that id in this organization."}
 class ApiKeyViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, TenantScopedViewSet):
     model = ApiKey
     serializer_class = ApiKeySerializer
-    permission_classes = [IsOrganizationAdmin]
     lookup_field = "prefix"
     lookup_url_kwarg = "key_id"
 
@@ -84,19 +78,24 @@ class ApiKeyViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, TenantScop
         return Response({"object": "list", "data": self.get_serializer(self.get_queryset(), many=True).data})
 
     def create(self, request):
-        incoming = ApiKeyCreateSerializer(data=request.data)
+        incoming = ApiKeyCreateSerializer(data=request.data, context={"granted": request.user.scopes})
         incoming.is_valid(raise_exception=True)
-        key, raw = request.user.organization.create_api_key(
-            incoming.validated_data["name"],
-            expires_at=incoming.validated_data["expires_at"],
-            kind=incoming.validated_data["kind"],
+        data = incoming.validated_data
+        key, raw = actions.create_key(
+            request.user.organization,
+            data["name"],
+            request.user,
+            expires_at=data["expires_at"],
+            scopes=data["scopes"],
+            allowed_ips=data.get("allowed_ips"),
         )
         body = {**ApiKeySerializer(key).data, "key": raw}
         return Response(body, status=status.HTTP_201_CREATED)
 
     def destroy(self, request, key_id: str):
+        refuse_any_body(request)
         key = self.get_object()
-        key.revoke()
+        actions.revoke_key(key, request.user)
         return Response(ApiKeySerializer(key).data)
 
 
@@ -105,7 +104,6 @@ class WebhookSecretViewSet(viewsets.GenericViewSet):
     the secret is in every response."""
 
     serializer_class = WebhookSecretSerializer
-    permission_classes = [ManagesWebhookSecret]
 
     @extend_schema(
         summary="The webhook signing secret", responses={200: WebhookSecretSerializer, **error_responses(ADMIN_ONLY)}
@@ -120,11 +118,118 @@ class WebhookSecretViewSet(viewsets.GenericViewSet):
         responses={200: WebhookSecretSerializer, **error_responses(ADMIN_ONLY)},
     )
     def rotate(self, request):
+        refuse_any_body(request)
         org = request.user.organization
-        actions.rotate_webhook_secret(org)
+        actions.rotate_webhook_secret(org, request.user)
         return Response(WebhookSecretSerializer(org).data)
 
     def finalize_response(self, request, response, *args, **kwargs):
         response = super().finalize_response(request, response, *args, **kwargs)
+        response["Cache-Control"] = "no-store"
+        return response
+
+
+class IpAllowlistViewSet(viewsets.GenericViewSet):
+    """The caller's own organization's IP allowlist."""
+
+    serializer_class = IpAllowlistSerializer
+
+    def get_object(self):
+        return self.request.user.organization  # type: ignore[union-attr]  # the caller's own organization
+
+    @extend_schema(
+        summary="The organization's IP allowlist",
+        responses={200: IpAllowlistSerializer, **error_responses(ADMIN_ONLY)},
+    )
+    def retrieve(self, request):
+        return Response(IpAllowlistSerializer(request.user.organization).data)
+
+    @extend_schema(
+        summary="Replace the organization's IP allowlist",
+        description="Calls from other addresses are refused from the next request (on an open WebSocket: "
+        "at its next utterance). The caller's own address must be in a non-empty list, so that it "
+        "cannot lock itself out.",
+        request=IpAllowlistSerializer,
+        responses={200: IpAllowlistSerializer, **error_responses({400: "Not a list of networks.", **ADMIN_ONLY})},
+    )
+    def update(self, request):
+        incoming = IpAllowlistSerializer(data=request.data)
+        incoming.is_valid(raise_exception=True)
+        org = request.user.organization
+        actions.set_ip_allowlist(
+            org, incoming.validated_data["allowed_ips"], request.META.get("REMOTE_ADDR"), request.user
+        )
+        return Response(IpAllowlistSerializer(org).data)
+
+
+class AuditLogViewSet(viewsets.GenericViewSet):
+    serializer_class = AuditEventSerializer
+
+    @extend_schema(
+        summary="The audit log",
+        description="What was done in the organization, newest first: sign-ins, keys, members, allowlists, the webhook "
+        "secret, calls refused by an IP allowlist. Page with `after` (the previous page's `last_id`).",
+        parameters=[AuditQuerySerializer],
+        responses={200: AuditEventListSerializer, **error_responses({400: "A filter is not valid.", **ADMIN_ONLY})},
+    )
+    def list(self, request):
+        query = AuditQuerySerializer(data=request.query_params.dict())
+        query.is_valid(raise_exception=True)
+        q = query.validated_data
+        after = int(q["after"].removeprefix(AUDIT_ID_PREFIX)) if "after" in q else None
+        found = audit.events(
+            request.user.organization,
+            action=q.get("action"),
+            actor_id=q.get("actor_id"),
+            since=q.get("since"),
+            until=q.get("until"),
+            after=after,
+        )
+        page = list(found[: q["limit"] + 1])
+        data = AuditEventSerializer(page[: q["limit"]], many=True).data
+        return Response(
+            {
+                "object": "list",
+                "data": data,
+                "first_id": data[0]["id"] if data else None,
+                "last_id": data[-1]["id"] if data else None,
+                "has_more": len(page) > q["limit"],
+            }
+        )
+
+
+class ClientTokenViewSet(viewsets.GenericViewSet):
+    serializer_class = ClientTokenSerializer
+
+    @extend_schema(
+        summary="Mint a client token",
+        description="A short-lived token for a browser or a phone: it speaks (POST /v1/audio/speech, the WebSocket "
+        "with `?token=`) and does nothing else, for `expires_in` seconds or once, optionally in one voice and within "
+        "a character budget. It acts as the key that minted it (billed to it, refused once it is revoked). Needs "
+        "`tokens:write` and `speech:write`.",
+        request=ClientTokenCreateSerializer,
+        responses={201: ClientTokenSerializer, **error_responses({400: "A field is not valid.", **ADMIN_ONLY})},
+    )
+    def create(self, request):
+        require(request.user, scopes.WEBSOCKET, "minting a client token (a token speaks for its key)")
+        incoming = ClientTokenCreateSerializer(data=request.data)
+        incoming.is_valid(raise_exception=True)
+        terms = incoming.validated_data
+        raw, token = client_tokens.mint(
+            request.user.api_key.pk,
+            seconds=terms["expires_in"],
+            single_use=terms["single_use"],
+            voice=terms.get("voice"),
+            max_characters=terms.get("max_characters"),
+        )
+        body = {
+            "object": "client_token",
+            "token": raw,
+            "expires_at": datetime.fromtimestamp(token.expires_at, UTC),
+            "single_use": token.single_use,
+            "voice": token.voice,
+            "max_characters": token.max_characters,
+        }
+        response = Response(ClientTokenSerializer(body).data, status=status.HTTP_201_CREATED)
         response["Cache-Control"] = "no-store"
         return response

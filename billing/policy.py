@@ -1,5 +1,6 @@
-"""The policy every API call passes: a valid key of an active organization (accounts.auth), then
-the organization's rate limit. REST views get it through DRF's authentication class, async views
+"""The policy every API call passes: a valid key of an active organization, called from an
+address its allowlists permit, holding the scope its route needs (accounts.auth, accounts.scopes),
+then the organization's rate limit. REST views get it through DRF's authentication class, async views
 by calling `aauthorize`, WebSocket utterances by calling `meter` with the connection's principal."""
 
 from __future__ import annotations
@@ -9,7 +10,8 @@ from dataclasses import replace
 from django.http import HttpRequest
 from django.utils import timezone
 
-from accounts.auth import ApiKeyAuthentication, Principal, authenticate_key
+from accounts import scopes
+from accounts.auth import ApiKeyAuthentication, Principal, authenticate_key, require
 from tts_saas.threads import in_thread
 
 from . import quota
@@ -25,7 +27,9 @@ def meter(principal: Principal) -> tuple[Limits, RateUsage]:
 
 
 def authorize(request: HttpRequest) -> tuple[Principal, Limits]:
-    principal = authenticate_key(request.headers.get("Authorization"))
+    principal = authenticate_key(request.headers.get("Authorization"), request.META.get("REMOTE_ADDR"))
+    route = request.resolver_match.url_name if request.resolver_match else None
+    require(principal, scopes.needed(route, request.method or "GET"), f"{request.method} {request.path}")
     limits, rate = meter(principal)
     characters = None
     if limits.quota_characters < UNLIMITED:  # overage without a spending limit: no ceiling to state

@@ -13,6 +13,7 @@ from django.utils import timezone
 from django.utils.html import format_html
 
 from accounts.models import ApiKey, Membership
+from accounts.network import parse_networks
 from billing import offer
 from inference.spec import EngineSpec
 from tts_saas.errors import ApiError
@@ -51,8 +52,21 @@ class SignupForm(forms.Form):
 class KeyForm(forms.Form):
     EXPIRY = [("never", "Never"), ("30", "In 30 days"), ("90", "In 90 days"), ("date", "On a date")]
 
+    ACCESS = [
+        ("standard", "Standard: speech, jobs, voices, lexicons, usage"),
+        ("speech", "Speech only"),
+        ("read_only", "Read-only"),
+        ("admin", "All, management too (admin)"),
+    ]
+
     name = forms.CharField(max_length=200)
-    kind = forms.ChoiceField(choices=ApiKey.Kind.choices, initial=ApiKey.Kind.STANDARD)
+    kind = forms.ChoiceField(choices=ACCESS, initial="standard", label="Access")
+    allowed_ips = forms.CharField(
+        required=False,
+        label="Allowed IPs",
+        help_text="addresses or CIDR networks, comma-separated; empty: any",
+        widget=forms.TextInput(attrs={"placeholder": "203.0.113.0/24, 2001:db8::/32"}),
+    )
     expires = forms.ChoiceField(choices=EXPIRY, initial="never", label="Expires")
     expires_on = forms.DateField(
         required=False,
@@ -64,6 +78,9 @@ class KeyForm(forms.Form):
     def __init__(self, *args, organization=None, **kwargs):
         super().__init__(*args, **kwargs)
         self.organization = organization
+
+    def clean_allowed_ips(self):
+        return networks_field(self.cleaned_data["allowed_ips"])
 
     def clean_name(self):
         name = self.cleaned_data["name"].strip()
@@ -295,3 +312,23 @@ class LexiconForm(forms.Form):
         field = (exc.param or "").split("[")[0]
         message = f"L{message[1:]}" if message.startswith("line ") else message
         self.add_error(field if field in self.fields else None, message)
+
+
+def networks_field(text: str) -> list[str]:
+    """A form's comma- or space-separated networks, checked as the API checks them."""
+    try:
+        return parse_networks([part for part in re.split(r"[\s,]+", text) if part])
+    except ValueError as exc:
+        raise forms.ValidationError(str(exc)) from None
+
+
+class IpAllowlistForm(forms.Form):
+    allowed_ips = forms.CharField(
+        required=False,
+        label="Allowed IPs",
+        widget=forms.Textarea(attrs={"rows": 2, "placeholder": "203.0.113.0/24, 2001:db8::/32"}),
+        help_text="API calls (REST and WebSocket) from other addresses are refused; empty: any address",
+    )
+
+    def clean_allowed_ips(self):
+        return networks_field(self.cleaned_data["allowed_ips"])

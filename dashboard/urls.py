@@ -2,7 +2,21 @@ from __future__ import annotations
 
 from django.urls import path, re_path
 
-from .views import account, billing, docs, history, jobs, keys, lexicons, overview, playground, team, usage, voices
+from .views import (
+    account,
+    audit,
+    billing,
+    docs,
+    history,
+    jobs,
+    keys,
+    lexicons,
+    overview,
+    playground,
+    team,
+    usage,
+    voices,
+)
 
 app_name = "dashboard"
 
@@ -37,6 +51,8 @@ urlpatterns = [
     path("jobs", jobs.jobs, name="jobs"),  # now History
     path("jobs/<uuid:job_id>/audio", history.job_audio, name="job-audio"),
     path("history/<int:event_id>/audio", history.hit_audio, name="hit-audio"),
+    path("audit", audit.audit_log, name="audit"),
+    path("audit.csv", audit.audit_csv, name="audit-csv"),
     path("docs", docs.docs, name="docs"),
     path("billing/", billing.billing, name="billing"),
     path("billing/checkout", billing.checkout, name="billing-checkout"),

@@ -91,6 +91,9 @@ class Proc:
         return self.log_path.read_text(errors="replace")
 
 
+TRUSTED_PROXY = "127.0.0.2"
+
+
 def start_web(env: dict[str, str], log_dir: Path) -> tuple[Proc, str]:
     port = free_port()
     proc = Proc(
@@ -111,7 +114,9 @@ def start_web(env: dict[str, str], log_dir: Path) -> tuple[Proc, str]:
             "--log-level",
             "warning",
         ],
-        env,
+        # The one trusted proxy is 127.0.0.2 (tests call from there to play a proxy): a client on
+        # 127.0.0.1 sending X-Forwarded-For is not believed.
+        {**env, "FORWARDED_ALLOW_IPS": TRUSTED_PROXY},
         log_dir / f"web-{port}.log",
     )
     base = f"http://127.0.0.1:{port}"

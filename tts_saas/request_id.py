@@ -1,6 +1,7 @@
 """Request ids: every response carries `x-request-id`, and every log line written while
 serving it carries the same id (structured JSON logs); Celery tasks adopt the id of the request
-that sent them."""
+that sent them. The client's address (the socket's peer, as uvicorn resolved it) is kept beside it
+for the audit log."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from pythonjsonlogger.json import JsonFormatter
 from .middleware import SyncAndAsyncMiddleware
 
 request_id_var: contextvars.ContextVar[str] = contextvars.ContextVar("request_id", default="-")
+client_address_var: contextvars.ContextVar[str | None] = contextvars.ContextVar("client_address", default=None)
 _VALID = re.compile(r"^[A-Za-z0-9._\-]{1,128}$")
 
 
@@ -29,7 +31,12 @@ class RequestIdMiddleware(SyncAndAsyncMiddleware):
     def _begin(self, request):
         rid = new_request_id(request.headers.get("X-Request-ID"))
         request.request_id = rid
-        return request_id_var.set(rid)
+        return request_id_var.set(rid), client_address_var.set(request.META.get("REMOTE_ADDR"))
+
+    @staticmethod
+    def _end(tokens) -> None:
+        request_id_var.reset(tokens[0])
+        client_address_var.reset(tokens[1])
 
     def __call__(self, request):
         if self._async:
@@ -40,7 +47,7 @@ class RequestIdMiddleware(SyncAndAsyncMiddleware):
             response["x-request-id"] = request.request_id
             return response
         finally:
-            request_id_var.reset(token)
+            self._end(token)
 
     async def __acall__(self, request):
         token = self._begin(request)
@@ -49,7 +56,7 @@ class RequestIdMiddleware(SyncAndAsyncMiddleware):
             response["x-request-id"] = request.request_id
             return response
         finally:
-            request_id_var.reset(token)
+            self._end(token)
 
 
 class RequestIdFilter(logging.Filter):

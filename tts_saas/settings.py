@@ -238,6 +238,11 @@ CELERY_BEAT_SCHEDULE = {
     },
     "reap-stale-jobs": {"task": "synthesis.tasks.reap_stale_jobs", "schedule": 60.0, "options": {"queue": "default"}},
     "delete-old-jobs": {"task": "synthesis.tasks.delete_old_jobs", "schedule": 3600.0, "options": {"queue": "default"}},
+    "expire-audit-events": {
+        "task": "accounts.tasks.expire_audit_events",
+        "schedule": 86400.0,
+        "options": {"queue": "default"},
+    },
     # Billing (does nothing unless STRIPE_SECRET_KEY is set).
     "report-usage": {
         "task": "billing.tasks.report_usage",
@@ -312,6 +317,7 @@ METRICS_TOKEN = envsecret("METRICS_TOKEN")  # empty: /metrics is open (keep it o
 TTS_STREAM_CHUNK_SECONDS = envfloat("TTS_STREAM_CHUNK_SECONDS", 0.5)  # audio per streamed chunk
 TTS_JOB_QUEUE_TIMEOUT = envfloat("TTS_JOB_QUEUE_TIMEOUT", 3600)  # async jobs may wait this long for a worker
 TTS_JOB_RETENTION_HOURS = envint("TTS_JOB_RETENTION_HOURS", 24 * 7)  # results and rows, then deleted
+TTS_AUDIT_RETENTION_DAYS = envint("TTS_AUDIT_RETENTION_DAYS", 365)  # audit events, then deleted (daily)
 TTS_CALLBACK_MAX_ATTEMPTS = envint("TTS_CALLBACK_MAX_ATTEMPTS", 6)
 TTS_CALLBACK_BACKOFF_SECONDS = envfloat("TTS_CALLBACK_BACKOFF_SECONDS", 10)  # doubles each retry
 TTS_CALLBACK_ALLOW_PRIVATE = envbool("TTS_CALLBACK_ALLOW_PRIVATE", False)  # loopback/private targets (tests)

@@ -8,7 +8,13 @@ from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularJSONAPIView, SpectacularRedocView
 from rest_framework.permissions import AllowAny
 
-from accounts.views import ApiKeyViewSet, WebhookSecretViewSet
+from accounts.views import (
+    ApiKeyViewSet,
+    AuditLogViewSet,
+    ClientTokenViewSet,
+    IpAllowlistViewSet,
+    WebhookSecretViewSet,
+)
 from billing.views import UsageViewSet, stripe_webhook, subscription
 from dashboard.throttles import posted, throttled
 from dashboard.views.account import password_reset, sign_in
@@ -51,6 +57,13 @@ v1 = [
     path("keys/<str:key_id>", ApiKeyViewSet.as_view({"get": "retrieve", "delete": "destroy"}), name="key"),
     path("webhooks/secret", WebhookSecretViewSet.as_view({"get": "retrieve"}), name="webhook-secret"),
     path("webhooks/secret/rotate", WebhookSecretViewSet.as_view({"post": "rotate"}), name="webhook-secret-rotate"),
+    path(
+        "organization/ip_allowlist",
+        IpAllowlistViewSet.as_view({"get": "retrieve", "put": "update"}),
+        name="ip-allowlist",
+    ),
+    path("tokens", ClientTokenViewSet.as_view({"post": "create"}), name="tokens"),
+    path("audit_logs", AuditLogViewSet.as_view({"get": "list"}), name="audit-logs"),
     path("usage", UsageViewSet.as_view({"get": "list"}), name="usage"),
     path("subscription", subscription, name="subscription"),
     path(

@@ -18,8 +18,8 @@ from inference.chattts.speakers import MAX_SPEAKER_CHARS, canonical, speaker_pro
 from inference.registry import SPECS
 from inference.spec import EngineSpec
 from tts_saas.errors import ApiError, validation_error
+from tts_saas.serializers import StrictSerializer
 
-from .lexicons import StrictSerializer
 from .models import Voice
 from .recordings import check_transcript, decode_upload, start_encoding
 

@@ -17,6 +17,7 @@ from billing.policy import OptionalApiKeyAuthentication
 from inference.spec import EngineSpec
 from tts_saas.errors import ApiError, error_responses
 from tts_saas.parsers import JSONParser
+from tts_saas.serializers import refuse_any_body
 
 from .actions import RecordingVoiceSerializer, VoiceCreateSerializer, create_voice, create_voice_from_recording
 from .catalog import VOICE_ID, builtin_listing, own_voices
@@ -176,6 +177,7 @@ def audio_voice(request, voice_id: str) -> Response:
     voice = own_voice(org, voice_id)
     body = OwnVoiceSerializer(voice).data
     if request.method == "DELETE":
+        refuse_any_body(request)
         voice.delete()
         body["deleted"] = True
     return Response(body)

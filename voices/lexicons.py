@@ -18,6 +18,7 @@ from accounts.models import Organization
 from accounts.tenancy import TenantScopedViewSet, scoped
 from billing.limits import limits_for
 from tts_saas.errors import ApiError, error_responses, validation_error
+from tts_saas.serializers import StrictSerializer, refuse_any_body
 from voices.lexicon import Entry, Matcher, merged, problem
 from voices.models import Lexicon
 
@@ -68,19 +69,6 @@ def _lexicons_for(organization, ids: list[str]) -> list[Lexicon]:
     named = [found[i] for i in dict.fromkeys(ids)]
     defaults = [lexicon for lexicon in found.values() if lexicon.is_default and lexicon.id not in ids]
     return named + defaults
-
-
-class StrictSerializer(serializers.Serializer):
-    """Refuses fields it does not know, naming the first (as the speech body does)."""
-
-    def to_internal_value(self, data):
-        if isinstance(data, dict):
-            unknown = [name for name in data if name not in self.fields]
-            if unknown:
-                raise serializers.ValidationError(
-                    {unknown[0]: [f"Unknown parameter: '{unknown[0]}'."]}, code="unknown_parameter"
-                )
-        return super().to_internal_value(data)
 
 
 class LexiconEntrySerializer(StrictSerializer):
@@ -212,6 +200,7 @@ class LexiconViewSet(mixins.RetrieveModelMixin, TenantScopedViewSet):
         return self._save(self.get_object(), request.data, partial=True)
 
     def destroy(self, request, lexicon_id=None):
+        refuse_any_body(request)
         lexicon = self.get_object()
         lexicon.delete()
         return Response({"id": lexicon_id, "object": "lexicon", "deleted": True})

@@ -1,5 +1,6 @@
-"""API keys: list, create (the secret shown once), revoke; the webhook signing secret: shown to
-owners and admins, rotated."""
+"""API keys: list, create with a preset's scopes and an IP allowlist (the secret shown once),
+revoke; the webhook signing secret: shown to owners and admins, rotated; the organization's IP
+allowlist."""
 
 from __future__ import annotations
 
@@ -8,14 +9,16 @@ from django.http import Http404
 from django.shortcuts import redirect
 from django.views.decorators.http import require_POST
 
-from accounts import actions
+from accounts import actions, scopes
 from accounts.models import WEBHOOK_SECRET_GRACE, ApiKey
 from accounts.tenancy import scoped
+from tts_saas.errors import ApiError
 
 from ..access import member_required, page, require_admin
-from ..forms import KeyForm
+from ..forms import IpAllowlistForm, KeyForm
 
 ROTATE_WEBHOOK_SECRET = "rotate-webhook-secret"  # the rotate form's `action`: it posts to this page
+IP_ALLOWLIST = "ip-allowlist"
 NEW_KEY = "new_api_key"  # the session's one-time copy of a key just created
 
 
@@ -24,15 +27,34 @@ def keys(request):
     org = request.principal.organization
     if request.method == "POST" and request.POST.get("action") == ROTATE_WEBHOOK_SECRET:
         return _rotate_webhook_secret(request)
-    form = KeyForm(request.POST or None, organization=org)
-    if request.method == "POST":
+    posted = request.POST.get("action") if request.method == "POST" else None
+    allowlist = IpAllowlistForm(
+        request.POST if posted == IP_ALLOWLIST else None, initial={"allowed_ips": ", ".join(org.allowed_ips)}
+    )
+    if posted == IP_ALLOWLIST:
+        require_admin(request, "change the IP allowlist")
+        if allowlist.is_valid():
+            try:
+                actions.set_ip_allowlist(
+                    org, allowlist.cleaned_data["allowed_ips"], request.META.get("REMOTE_ADDR"), request.user
+                )
+            except ApiError as exc:
+                allowlist.add_error("allowed_ips", exc.message)
+            else:
+                messages.info(request, "IP allowlist saved: API calls from other addresses are refused from now on.")
+                return redirect("dashboard:keys")
+    form = KeyForm(request.POST if request.method == "POST" and not posted else None, organization=org)
+    if request.method == "POST" and not posted:
         require_admin(request, "manage API keys")
         if form.is_valid():
-            key, raw = org.create_api_key(
+            key, raw = actions.create_key(
+                org,
                 form.cleaned_data["name"],
+                request.user,
                 expires_at=form.cleaned_data["expires_at"],
                 created_by=request.user,
-                kind=form.cleaned_data["kind"],
+                scopes=scopes.PRESETS[form.cleaned_data["kind"]],
+                allowed_ips=form.cleaned_data["allowed_ips"],
             )
             # Shown once, on the page the browser is sent to: a reload makes no second key and
             # shows the secret no more.
@@ -45,6 +67,8 @@ def keys(request):
         "keys",
         keys=scoped(ApiKey, org).select_related("created_by"),
         form=form,
+        allowlist=allowlist,
+        allowlist_action=IP_ALLOWLIST,
         created=created,
         base_url=request.build_absolute_uri("/v1").rstrip("/"),
         can_manage=request.principal.is_admin,
@@ -56,7 +80,7 @@ def keys(request):
 
 def _rotate_webhook_secret(request):
     require_admin(request, "rotate the webhook signing secret")
-    actions.rotate_webhook_secret(request.principal.organization)
+    actions.rotate_webhook_secret(request.principal.organization, request.user)
     hours = int(WEBHOOK_SECRET_GRACE.total_seconds() // 3600)
     messages.info(
         request,
@@ -73,6 +97,6 @@ def revoke_key(request, prefix: str):
     key = scoped(ApiKey, request.principal.organization).filter(prefix=prefix).first()
     if key is None:
         raise Http404
-    key.revoke()
+    actions.revoke_key(key, request.user)
     messages.info(request, f"Key {key.name} ({key.prefix}) revoked: it is refused from now on.")
     return redirect("dashboard:keys")

@@ -17,7 +17,8 @@ from urllib.parse import parse_qs
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
 
-from accounts.auth import authenticate_key, authenticate_ticket, refresh
+from accounts import scopes
+from accounts.auth import authenticate_key, authenticate_ticket, authenticate_token, refresh, require
 from billing.limits import limits_for
 from billing.ratelimit import count_request
 from synthesis.api import connections, protocol
@@ -37,7 +38,7 @@ MAX_PENDING = 16
 MAX_UNSPOKEN_PER_CONNECTION = 32_768  # tts.v2: text received and not yet spoken, all utterances together
 SLOW_CLIENT = 4008
 UNAUTHORIZED = 4401  # at connect; later: the key was revoked or expired, the member removed
-FORBIDDEN = 4403  # the organization was suspended while connected
+FORBIDDEN = 4403  # the organization suspended, or a scope or an allowlist now refuses the caller
 TOO_MANY = 4429  # at connect: the organization's rate limit or its open-connection cap
 SERVER_ERROR = 1011
 SLOW_CLIENT_SECONDS = 30  # a client reading nothing this long while audio waits for it is closed
@@ -101,12 +102,24 @@ class SpeechStreamConsumer(Utterances, AsyncWebsocketConsumer):
             except Exception:  # Redis briefly away: the lease (twice the interval) covers one miss
                 logger.warning("could not renew a websocket's connection slot")
 
+    @property
+    def address(self) -> str | None:
+        """The client's address, as uvicorn saw it (behind a trusted proxy, the one it forwarded)."""
+        client = self.scope.get("client")
+        return client[0] if client else None
+
     async def _authenticate(self):
         headers = {k.decode().lower(): v.decode() for k, v in self.scope.get("headers", [])}
         if "authorization" in headers:
-            return await in_thread(authenticate_key)(headers["authorization"])
-        query = parse_qs(self.scope.get("query_string", b"").decode())
-        return await in_thread(authenticate_ticket)(query.get("ticket", [""])[0])
+            principal = await in_thread(authenticate_key)(headers["authorization"], self.address)
+        else:
+            query = parse_qs(self.scope.get("query_string", b"").decode())
+            if "token" in query:  # a client token (browsers cannot set headers on a WebSocket)
+                principal = await in_thread(authenticate_token)(query["token"][0], self.address)
+            else:
+                principal = await in_thread(authenticate_ticket)(query.get("ticket", [""])[0], self.address)
+        require(principal, scopes.WEBSOCKET, "speaking over the WebSocket")
+        return principal
 
     async def disconnect(self, code):
         # Read first: cancelling the utterance loop clears `current` while the awaits below run.
@@ -221,10 +234,12 @@ class SpeechStreamConsumer(Utterances, AsyncWebsocketConsumer):
             self._emit(protocol.error("not_found", f"No utterance {utterance!r} is running.", utterance))
 
     async def _still_allowed(self, utterance: str) -> bool:
-        """Credentials are checked again before every utterance: a revoked key, a removed member or
-        a suspended organization ends the connection with an error and a close code."""
+        """Credentials are checked again before every utterance: a revoked key, a removed member, a
+        suspended organization, a scope or an allowlist changed since ends the connection with an
+        error and a close code."""
         try:
-            self.principal = await in_thread(refresh)(self.principal)
+            self.principal = await in_thread(refresh)(self.principal, self.address)
+            require(self.principal, scopes.WEBSOCKET, "speaking over the WebSocket")
         except ApiError as exc:
             self._emit(protocol.error(exc.code or "unauthorized", exc.message, utterance))
             await self._close_after_sending(UNAUTHORIZED if exc.status == 401 else FORBIDDEN)

@@ -27,6 +27,7 @@ from synthesis.service.jobs import Submission, cancel_job, request_digest
 from synthesis.service.prepared import check_format, enforce_plan_limits, prepare_speech
 from synthesis.service.speech import admit_job
 from tts_saas.errors import ApiError, error_responses, require_methods, validation_error
+from tts_saas.serializers import refuse_any_body
 
 
 @documented_by(JobStreamDoc)
@@ -205,5 +206,6 @@ class JobViewSet(mixins.RetrieveModelMixin, TenantScopedViewSet):
 
     @action(detail=True, methods=["post"])
     def cancel(self, request, job_id=None):
+        refuse_any_body(request)
         job = cancel_job(self.get_object())
         return Response(JobSerializer(job).data, status=status.HTTP_202_ACCEPTED)

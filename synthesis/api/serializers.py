@@ -29,6 +29,7 @@ from synthesis.api.fields import (
 from synthesis.audio.formats import output_format
 from synthesis.models import Job
 from synthesis.service.callbacks import url_problem
+from tts_saas.serializers import unknown_parameter
 from voices.catalog import VOICE_ID
 
 # The options some models take and others do not (each model's spec names its own).
@@ -140,9 +141,7 @@ class SpeechRequestSerializer(serializers.Serializer):
         if isinstance(data, dict) and self.context.get("reject_unknown", True):
             unknown = [name for name in data if name not in self.fields]
             if unknown:
-                raise serializers.ValidationError(
-                    {unknown[0]: [f"Unknown parameter: '{unknown[0]}'."]}, code="unknown_parameter"
-                )
+                raise unknown_parameter(unknown[0])
         return super().to_internal_value(data)
 
 

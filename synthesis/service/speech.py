@@ -13,6 +13,7 @@ from dataclasses import asdict
 
 from django.conf import settings
 
+from accounts import client_tokens
 from accounts.auth import Principal
 from billing import concurrency, ledger, quota
 from billing.limits import Limits
@@ -143,6 +144,8 @@ async def speak(
     client's, so the audio is neither looked up nor kept. `free`: a voice's preview, billed nothing."""
     started = time.monotonic()
     enforce_plan_limits(limits, data)
+    if principal.token is not None:  # a client token's terms: its voice, its character budget
+        await in_thread(client_tokens.check_terms)(principal.token, data["voice"], len(data["input"]))
     speech = await in_thread(prepare_speech)(data, principal.organization, limits, cacheable, free)
 
     async def from_cache(count: bool = True) -> CachedSpeech | None:

@@ -1,0 +1,132 @@
+"""The audit log: `record` appends one `AuditEvent` for what was done in an organization, by a
+member, a key or staff, from the request's client address; sign-ins (success and failure) are
+recorded from Django's auth signals. Reading: `events` with filters and a cursor (newest first)."""
+
+from __future__ import annotations
+
+import ipaddress
+import logging
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.contrib.auth.signals import user_logged_in, user_login_failed
+from django.db.models import QuerySet
+from django.dispatch import receiver
+from django.utils import timezone
+
+from tts_saas.request_id import client_address_var
+
+from .models import ApiKey, AuditEvent, Membership, Organization
+
+logger = logging.getLogger(__name__)
+
+# What is recorded, in the words the dashboard shows.
+ACTIONS = {
+    "signin.succeeded": "signed in",
+    "signin.failed": "sign-in failed",
+    "key.created": "API key created",
+    "key.revoked": "API key revoked",
+    "access.ip_refused": "call refused by an IP allowlist",
+    "ip_allowlist.updated": "IP allowlist changed",
+    "webhook_secret.rotated": "webhook signing secret rotated",
+    "member.invited": "member invited",
+    "member.joined": "member joined",
+    "member.removed": "member removed",
+    "member.role_changed": "member's role changed",
+}
+
+
+@dataclass(frozen=True)
+class Actor:
+    type: str
+    id: str = ""
+    label: str = ""
+
+
+def actor_of(by) -> Actor:
+    """The actor behind an API key, a principal (accounts.auth: its key or its member), a
+    membership or a user (a member; staff when `staff=True` is recorded by the admin console)."""
+    key = by if isinstance(by, ApiKey) else getattr(by, "api_key", None)
+    if key is not None:
+        return Actor(AuditEvent.Actor.KEY, key.prefix, key.name)
+    user = getattr(by, "user", None) if isinstance(by, Membership) else by
+    if user is not None and not hasattr(user, "email") and getattr(by, "user_id", None):
+        user = get_user_model().objects.filter(pk=by.user_id).first()  # a member's principal
+    if user is not None and hasattr(user, "email"):
+        return Actor(AuditEvent.Actor.MEMBER, str(user.pk), user.email or user.username)
+    return Actor(AuditEvent.Actor.ANONYMOUS)
+
+
+def _address(ip: str | None) -> str | None:
+    ip = ip if ip is not None else client_address_var.get()
+    try:
+        return str(ipaddress.ip_address(ip or ""))
+    except ValueError:
+        return None
+
+
+def record(
+    org: Organization, action: str, by=None, *, target: str = "", before=None, after=None, ip: str | None = None
+) -> AuditEvent:
+    actor = actor_of(by) if by is not None else Actor(AuditEvent.Actor.ANONYMOUS)
+    return AuditEvent.objects.create(
+        organization=org,
+        action=action,
+        actor_type=actor.type,
+        actor_id=actor.id,
+        actor_label=actor.label[:254],
+        ip=_address(ip),
+        target=target[:200],
+        before=before,
+        after=after,
+    )
+
+
+def events(
+    org: Organization,
+    *,
+    action: str | None = None,
+    actor_id: str | None = None,
+    since: datetime | None = None,
+    until: datetime | None = None,
+    after: int | None = None,
+) -> QuerySet[AuditEvent]:
+    """The organization's events, newest first, filtered; `after` is a cursor (an event's id:
+    those older than it)."""
+    found = AuditEvent.objects.filter(organization=org).order_by("-id")
+    if action:
+        found = found.filter(action__startswith=action) if action.endswith(".") else found.filter(action=action)
+    if actor_id:
+        found = found.filter(actor_id=actor_id)
+    if since:
+        found = found.filter(created_at__gte=since)
+    if until:
+        found = found.filter(created_at__lt=until)
+    if after:
+        found = found.filter(id__lt=after)
+    return found
+
+
+def expire() -> int:
+    """Delete events older than TTS_AUDIT_RETENTION_DAYS (the one way rows leave); the count."""
+    cutoff = timezone.now() - timedelta(days=settings.TTS_AUDIT_RETENTION_DAYS)
+    deleted, _ = AuditEvent.objects.filter(created_at__lt=cutoff).delete()
+    return deleted
+
+
+@receiver(user_logged_in)
+def _signed_in(sender, request, user, **kwargs) -> None:
+    ip = request.META.get("REMOTE_ADDR") if request is not None else None
+    for membership in Membership.objects.filter(user=user).select_related("organization"):
+        record(membership.organization, "signin.succeeded", user, ip=ip)
+
+
+@receiver(user_login_failed)
+def _sign_in_failed(sender, credentials, request=None, **kwargs) -> None:
+    """Recorded in the organizations of the account the e-mail names (none: nothing to record)."""
+    name = str(credentials.get("username", ""))[:254]
+    ip = request.META.get("REMOTE_ADDR") if request is not None else None
+    for membership in Membership.objects.filter(user__username__iexact=name).select_related("organization"):
+        record(membership.organization, "signin.failed", None, target=f"member:{name}", ip=ip)

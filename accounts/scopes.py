@@ -1,0 +1,122 @@
+"""What a key may do: scopes, `area:level` strings (OpenAI's restricted keys, Deepgram's scoped
+keys). `write` includes `read`. Every /v1 route names the scope it needs here, by the route's name
+and method, and `billing.policy` checks it once for every call; a route missing from the table is
+refused to every key but one with every scope (a test keeps the table complete).
+
+Presets: `standard` (everything a tenant's application does: speech, jobs, voices, lexicons, usage
+and billing, no management), `admin` (every scope), `speech` (speech only), `read_only` (reads of
+the non-management areas). A dashboard member gets `admin` as an owner or admin, else `standard`."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+AREAS = {
+    "speech": "make speech: POST /v1/audio/speech, WebSocket streaming and its tickets",
+    "jobs": "asynchronous jobs: create and cancel (write), read, their audio and captions",
+    "voices": "the organization's voices and previews",
+    "lexicons": "pronunciation lexicons",
+    "usage": "usage reports",
+    "billing": "the subscription and its plan",
+    "keys": "API keys: list (read), create and revoke (write)",
+    "webhooks": "the webhook signing secret: read, rotate (write)",
+    "organization": "the organization's settings: its IP allowlist",
+    "audit": "the audit log",
+    "tokens": "short-lived client tokens",
+}
+LEVELS = ("read", "write")
+MANAGEMENT = ("keys", "webhooks", "organization", "audit", "tokens")
+
+ALL = frozenset(f"{area}:write" for area in AREAS)
+STANDARD = frozenset(f"{area}:write" for area in AREAS if area not in MANAGEMENT)
+PRESETS: dict[str, frozenset[str]] = {
+    "admin": ALL,
+    "standard": STANDARD,
+    "speech": frozenset({"speech:write"}),
+    "read_only": frozenset(f"{area}:read" for area in AREAS if area not in MANAGEMENT),
+}
+
+READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+
+# Route name → area; the level comes from the method (GET/HEAD read, anything else write), except
+# where a route says `area:level` itself. None: no scope needed (the public model lists).
+ROUTES: dict[str, str | None] = {
+    "speech": "speech",
+    "stream-ticket": "speech:write",
+    "voices": "voices",
+    "audio-voices": "voices",
+    "audio-voice": "voices",
+    "audio-voice-preview": "voices:read",
+    "audio-models": None,
+    "models": None,
+    "model": None,
+    "jobs": "jobs",
+    "job": "jobs",
+    "job-audio": "jobs",
+    "job-captions": "jobs",
+    "job-cancel": "jobs",
+    "job-stream": "jobs",
+    "lexicons": "lexicons",
+    "lexicon": "lexicons",
+    "keys": "keys",
+    "key": "keys",
+    "webhook-secret": "webhooks:read",
+    "webhook-secret-rotate": "webhooks:write",
+    "ip-allowlist": "organization",
+    "usage": "usage",
+    "subscription": "billing",
+    "audit-logs": "audit",
+    "tokens": "tokens",
+}
+WEBSOCKET = "speech:write"  # speaking over /v1/audio/speech/stream, at connection and each utterance
+
+
+def needed(route: str | None, method: str) -> str | None:
+    """The scope a call to this route needs; `admin`'s keys alone reach an unlisted route."""
+    if route not in ROUTES:
+        return "keys:write"  # unlisted: treated as management
+    area = ROUTES[route]
+    if area is None or ":" in area:
+        return area
+    return f"{area}:{'read' if method.upper() in READ_METHODS else 'write'}"
+
+
+def allows(granted: Iterable[str], scope: str) -> bool:
+    area, _, level = scope.partition(":")
+    granted = set(granted)
+    return scope in granted or (level == "read" and f"{area}:write" in granted)
+
+
+def parse(values: object) -> frozenset[str]:
+    """A request's `scopes`: a list of `area:level` strings or preset names; ValueError says
+    which value is wrong and what is allowed."""
+    if not isinstance(values, list) or not values:
+        raise ValueError("scopes must be a non-empty list of 'area:level' strings or preset names.")
+    scopes: set[str] = set()
+    for value in values:
+        if not isinstance(value, str):
+            raise ValueError("Each scope is a string such as 'speech:write'.")
+        if value in PRESETS:
+            scopes |= PRESETS[value]
+            continue
+        area, colon, level = value.partition(":")
+        if area not in AREAS or not colon or level not in LEVELS:
+            areas, presets = ", ".join(AREAS), ", ".join(PRESETS)
+            raise ValueError(
+                f"Unknown scope '{value}': use 'area:read' or 'area:write' with an area of {areas}, "
+                f"or a preset ({presets})."
+            )
+        scopes.add(value)
+    return normalized(scopes)
+
+
+def normalized(scopes: Iterable[str]) -> frozenset[str]:
+    """`area:read` dropped where `area:write` is there (write includes read)."""
+    scopes = set(scopes)
+    return frozenset(s for s in scopes if not (s.endswith(":read") and s.replace(":read", ":write") in scopes))
+
+
+def preset_of(scopes: Iterable[str]) -> str:
+    """The preset these scopes are, or "restricted"."""
+    scopes = frozenset(scopes)
+    return next((name for name, preset in PRESETS.items() if preset == scopes), "restricted")
