@@ -13,17 +13,14 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 from django.utils.text import slugify
 
-from tts_saas.errors import ApiError
-
 from . import audit
-from .models import ApiKey, Invitation, Membership, Organization, _invitation_token, _new_webhook_secret
-from .network import permits
+from .keys import NotAllowed, create_key, hand_over_keys, revoke_key, rotate_key, set_ip_allowlist, update_key
+from .models import Invitation, Membership, Organization, _invitation_token, _new_webhook_secret
+
+# The key actions live in keys.py; callers reach every action here.
+__all__ = ["NotAllowed", "create_key", "revoke_key", "rotate_key", "set_ip_allowlist", "update_key"]
 
 logger = logging.getLogger(__name__)
-
-
-class NotAllowed(Exception):
-    """The acting member's role does not allow the operation."""
 
 
 def unique_slug(name: str) -> str:
@@ -196,11 +193,12 @@ def revoke_invitation(acting: Membership, invitation_id: int) -> Invitation:
     return invitation
 
 
-def remove_member(acting: Membership, membership_id: int) -> Membership | None:
-    """An owner removes a member of their organization; the last owner stays. Returns the removed
-    membership, None if it was the last owner; raises NotAllowed (the acting member is not an
-    owner, as their role is now, not as `acting` says), Membership.DoesNotExist for another
-    organization's id."""
+def remove_member(acting: Membership, membership_id: int, keys_to: str = "revoke") -> Membership | None:
+    """An owner removes a member of their organization; the last owner stays. The member's own API
+    keys are revoked, or handed over (`keys_to`: "service" makes them service keys, "member:<id>"
+    another member's). Returns the removed membership, None if it was the last owner; raises
+    NotAllowed (the acting member is not an owner, as their role is now, not as `acting` says; a
+    member to hand keys to who is not one), Membership.DoesNotExist for another organization's id."""
     if acting.role != Membership.Role.OWNER:
         raise NotAllowed("Only owners remove members.")
     org = acting.organization
@@ -214,6 +212,7 @@ def remove_member(acting: Membership, membership_id: int) -> Membership | None:
             return None
         target.delete()
         audit.record(org, "member.removed", acting, target=f"member:{target.user.email}", before={"role": target.role})
+        hand_over_keys(org, target.user, keys_to, acting)
     return target
 
 
@@ -304,34 +303,3 @@ def rotate_webhook_secret(org: Organization, by=None) -> str:
     for field in ("webhook_secret", "previous_webhook_secret", "webhook_secret_rotated_at"):
         setattr(org, field, getattr(locked, field))
     return locked.webhook_secret
-
-
-def set_ip_allowlist(org: Organization, networks: list[str], caller: str | None, by=None) -> None:
-    """Replace `org`'s IP allowlist; a list that would refuse the caller's own address is refused
-    (400), so an admin cannot lock the organization out by mistake."""
-    if networks and not permits(networks, caller):
-        raise ApiError(
-            400,
-            f"This list would refuse your own address ({caller}): add it, or make the change from an allowed address.",
-            "invalid_value",
-            "allowed_ips",
-        )
-    before, org.allowed_ips = org.allowed_ips, networks
-    org.save(update_fields=["allowed_ips"])
-    if before != networks:
-        audit.record(org, "ip_allowlist.updated", by, before={"allowed_ips": before}, after={"allowed_ips": networks})
-
-
-def create_key(org: Organization, name: str, by, **options) -> tuple[ApiKey, str]:
-    """A new key (see Organization.create_api_key), recorded in the audit log."""
-    key, raw = org.create_api_key(name, **options)
-    after = {"name": key.name, "kind": key.kind, "scopes": key.scopes, "allowed_ips": key.allowed_ips}
-    after["expires_at"] = key.expires_at.isoformat() if key.expires_at else None
-    audit.record(org, "key.created", by, target=f"key:{key.prefix}", after=after)
-    return key, raw
-
-
-def revoke_key(key: ApiKey, by) -> None:
-    if key.revoked_at is None:
-        key.revoke()
-        audit.record(key.organization, "key.revoked", by, target=f"key:{key.prefix}", before={"name": key.name})

@@ -55,6 +55,8 @@ class Organization(models.Model):
     webhook_secret = models.CharField(max_length=64, default=_new_webhook_secret)
     previous_webhook_secret = models.CharField(max_length=64, blank=True)  # signs too, for the grace
     webhook_secret_rotated_at = models.DateTimeField(null=True, blank=True)
+    # Where the organization's events go (usage alerts), signed with the webhook secret; empty: none.
+    webhook_url = models.URLField(max_length=2000, blank=True)
     # API calls (REST and WebSocket) are refused from other addresses; empty: any address.
     allowed_ips = models.JSONField(default=list, blank=True, help_text="CIDR networks; empty: any address")
     created_at = models.DateTimeField(default=timezone.now)
@@ -92,13 +94,14 @@ class Organization(models.Model):
         kind: str = "standard",
         scopes: frozenset[str] | None = None,
         allowed_ips: list[str] | None = None,
+        owner=None,
+        monthly_character_cap: int | None = None,
+        requests_per_minute: int | None = None,
     ) -> tuple[ApiKey, str]:
         """Make a key with a preset's scopes (`kind`) or scopes of its own; the raw key is returned
         once and never stored."""
         if scopes is None:
             scopes = key_scopes.PRESETS[kind]
-        kind = key_scopes.preset_of(scopes)
-        kind = kind if kind in ApiKey.Kind.values else ApiKey.Kind.RESTRICTED
         prefix, secret = random_token(PREFIX_LENGTH), random_token(SECRET_LENGTH)
         raw = f"{KEY_SCHEME}_{prefix}_{secret}"
         key = ApiKey.objects.create(
@@ -108,9 +111,12 @@ class Organization(models.Model):
             hashed_key=hash_key(raw),
             expires_at=expires_at,
             created_by=created_by,
-            kind=kind,
+            kind=ApiKey.kind_of(scopes),
             scopes=sorted(scopes),
             allowed_ips=allowed_ips or [],
+            owner=owner,
+            monthly_character_cap=monthly_character_cap,
+            requests_per_minute=requests_per_minute,
         )
         return key, raw
 
@@ -155,8 +161,17 @@ class ApiKey(models.Model):
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
+    # A member's own key is revoked when they leave the organization (unless transferred first); a
+    # service key (no owner) is the organization's and outlives whoever made it.
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="owned_api_keys"
+    )
     expires_at = models.DateTimeField(null=True, blank=True)
     revoked_at = models.DateTimeField(null=True, blank=True)
+    # Limits of the key's own, within the organization's: characters a calendar month (UTC), and
+    # requests a minute. Empty: only the organization's.
+    monthly_character_cap = models.PositiveBigIntegerField(null=True, blank=True)
+    requests_per_minute = models.PositiveIntegerField(null=True, blank=True)
     last_used_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
@@ -164,6 +179,20 @@ class ApiKey(models.Model):
 
     def __str__(self) -> str:
         return f"{self.name} ({KEY_SCHEME}_{self.prefix}_…)"
+
+    @staticmethod
+    def kind_of(scopes) -> str:
+        """standard or admin when the scopes are that preset's, else restricted."""
+        preset = key_scopes.preset_of(scopes)
+        return preset if preset in ApiKey.Kind.values else ApiKey.Kind.RESTRICTED
+
+    def new_secret(self) -> str:
+        """A new secret for the same key (its id, scopes, limits and counters stay); the old one is
+        refused from now on. The raw key is returned once."""
+        raw = f"{KEY_SCHEME}_{self.prefix}_{random_token(SECRET_LENGTH)}"
+        self.hashed_key = hash_key(raw)
+        ApiKey.objects.filter(pk=self.pk).update(hashed_key=self.hashed_key)
+        return raw
 
     def matches(self, raw_key: str) -> bool:
         return hmac.compare_digest(self.hashed_key, hash_key(raw_key))

@@ -15,6 +15,9 @@ from .network import parse_networks
 class ApiKeySerializer(serializers.ModelSerializer):
     id = serializers.CharField(source="prefix", read_only=True)
     redacted = serializers.SerializerMethodField()
+    owner = serializers.SerializerMethodField(
+        help_text="The member whose own key it is (revoked when they leave); null: a service key of the organization."
+    )
 
     class Meta:
         model = ApiKey
@@ -24,6 +27,9 @@ class ApiKeySerializer(serializers.ModelSerializer):
             "kind",
             "scopes",
             "allowed_ips",
+            "monthly_character_cap",
+            "requests_per_minute",
+            "owner",
             "redacted",
             "created_at",
             "last_used_at",
@@ -31,6 +37,9 @@ class ApiKeySerializer(serializers.ModelSerializer):
             "revoked_at",
         ]
         read_only_fields = ["created_at", "last_used_at", "revoked_at"]
+
+    def get_owner(self, key: ApiKey) -> str | None:
+        return key.owner.email if key.owner_id and key.owner else None
 
     def get_redacted(self, key: ApiKey) -> str:
         return f"{KEY_SCHEME}_{key.prefix}_…"
@@ -72,7 +81,53 @@ class NetworksField(serializers.ListField):
             raise serializers.ValidationError(str(exc)) from None
 
 
-class ApiKeyCreateSerializer(StrictSerializer):
+def cap_field():
+    return serializers.IntegerField(
+        required=False,
+        allow_null=True,
+        min_value=1,
+        max_value=10**12,
+        help_text="Characters this key may use a calendar month (UTC), within the organization's quota; null: no cap.",
+    )
+
+
+def rate_field():
+    return serializers.IntegerField(
+        required=False,
+        allow_null=True,
+        min_value=1,
+        max_value=1_000_000,
+        help_text="Requests a minute for this key, within the organization's limit; null: only the organization's.",
+    )
+
+
+class ScopeCheck:
+    def check_scopes(self, attrs, context) -> None:
+        granted = context.get("granted", key_scopes.ALL)
+        beyond = sorted(s for s in attrs.get("scopes", ()) if not key_scopes.allows(granted, s))
+        if beyond:
+            raise serializers.ValidationError(
+                {"scopes": [f"A key cannot give scopes it lacks itself: {', '.join(beyond)}."]}, code="invalid_value"
+            )
+
+
+class ApiKeyUpdateSerializer(ScopeCheck, StrictSerializer):
+    """Only the fields sent change."""
+
+    name = serializers.CharField(max_length=200, required=False)
+    scopes = ScopesField(required=False)
+    allowed_ips = NetworksField(required=False)
+    monthly_character_cap = cap_field()
+    requests_per_minute = rate_field()
+
+    def validate(self, attrs):
+        if not attrs:
+            raise serializers.ValidationError({"name": ["Send at least one field to change."]})
+        self.check_scopes(attrs, self.context)
+        return attrs
+
+
+class ApiKeyCreateSerializer(ScopeCheck, StrictSerializer):
     name = serializers.CharField(max_length=200)
     kind = serializers.ChoiceField(
         choices=[ApiKey.Kind.STANDARD, ApiKey.Kind.ADMIN],
@@ -88,6 +143,8 @@ class ApiKeyCreateSerializer(StrictSerializer):
     allowed_ips = NetworksField(
         required=False, help_text="Addresses or CIDR networks (IPv4, IPv6) this key may call from; empty: any."
     )
+    monthly_character_cap = cap_field()
+    requests_per_minute = rate_field()
     expires_at = serializers.DateTimeField(required=False, allow_null=True, default=None)
 
     def validate_expires_at(self, value):
@@ -100,12 +157,7 @@ class ApiKeyCreateSerializer(StrictSerializer):
             raise serializers.ValidationError({"scopes": ["Give `kind` (a preset) or `scopes`, not both."]})
         if "scopes" not in attrs:
             attrs["scopes"] = key_scopes.PRESETS[attrs.pop("kind", ApiKey.Kind.STANDARD)]
-        granted = self.context.get("granted", key_scopes.ALL)
-        beyond = sorted(s for s in attrs["scopes"] if not key_scopes.allows(granted, s))
-        if beyond:
-            raise serializers.ValidationError(
-                {"scopes": [f"A key cannot give scopes it lacks itself: {', '.join(beyond)}."]}, code="invalid_value"
-            )
+        self.check_scopes(attrs, self.context)
         return attrs
 
 

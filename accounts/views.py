@@ -24,6 +24,7 @@ from .serializers import (
     ApiKeyCreateSerializer,
     ApiKeyListSerializer,
     ApiKeySerializer,
+    ApiKeyUpdateSerializer,
     AuditEventListSerializer,
     AuditEventSerializer,
     AuditQuerySerializer,
@@ -88,9 +89,28 @@ class ApiKeyViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, TenantScop
             expires_at=data["expires_at"],
             scopes=data["scopes"],
             allowed_ips=data.get("allowed_ips"),
+            monthly_character_cap=data.get("monthly_character_cap"),
+            requests_per_minute=data.get("requests_per_minute"),
         )
         body = {**ApiKeySerializer(key).data, "key": raw}
         return Response(body, status=status.HTTP_201_CREATED)
+
+    def partial_update(self, request, key_id: str):
+        key = self.get_object()
+        incoming = ApiKeyUpdateSerializer(data=request.data, context={"granted": request.user.scopes})
+        incoming.is_valid(raise_exception=True)
+        actions.update_key(key, request.user, dict(incoming.validated_data))
+        return Response(ApiKeySerializer(key).data)
+
+    def rotate(self, request, key_id: str):
+        refuse_any_body(request)
+        key = self.get_object()
+        if not key.is_usable():
+            raise ApiError(409, "This key is revoked or expired: make a new one.", "key_not_usable")
+        raw = actions.rotate_key(key, request.user)
+        response = Response({**ApiKeySerializer(key).data, "key": raw})
+        response["Cache-Control"] = "no-store"
+        return response
 
     def destroy(self, request, key_id: str):
         refuse_any_body(request)

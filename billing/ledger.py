@@ -31,9 +31,9 @@ def settle(
     Call inside the transaction that moves the request to its final state."""
     with transaction.atomic():
         if billed:
-            quota.commit(org_id, period, billed)
+            quota.commit(org_id, period, billed, api_key_id)
         if reserved - billed:
-            quota.refund(org_id, period, reserved - billed)
+            quota.refund(org_id, period, reserved - billed, api_key_id)
         return append(
             organization_id=org_id,
             api_key_id=api_key_id,
@@ -53,9 +53,11 @@ def append(**fields) -> UsageEvent:
     return UsageEvent.objects.create(**fields)
 
 
-def charge_cached(*, org, limit: int, characters: int, **fields) -> UsageEvent:
+def charge_cached(*, org, limit: int, characters: int, key=None, **fields) -> UsageEvent:
     """A request served from the cache: charge the quota (refusing if it does not fit) and append
     its ledger row, in one transaction."""
     with transaction.atomic():
-        quota.charge(org, characters, limit)
-        return append(organization_id=org.pk, characters=characters, cached=True, **fields)
+        quota.charge(org, characters, limit, key=key)
+        return append(
+            organization_id=org.pk, api_key_id=key.pk if key else None, characters=characters, cached=True, **fields
+        )

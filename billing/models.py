@@ -121,6 +121,49 @@ class QuotaPeriod(models.Model):
         return f"{self.organization} {self.period_start:%Y-%m}: {self.used} used, {self.reserved} reserved"
 
 
+class KeyQuotaPeriod(models.Model):
+    """One key's characters this month, kept like its organization's (`QuotaPeriod`): every request
+    with the key counts here too, so a cap set later starts from what the key already used."""
+
+    api_key = models.ForeignKey(ApiKey, on_delete=models.CASCADE, related_name="quota_periods")
+    period_start = models.DateField()
+    used = models.BigIntegerField(default=0)
+    reserved = models.BigIntegerField(default=0)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["api_key", "period_start"], name="one_key_quota_row_per_month"),
+            models.CheckConstraint(condition=models.Q(used__gte=0, reserved__gte=0), name="key_quota_not_negative"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.api_key} {self.period_start:%Y-%m}: {self.used} used, {self.reserved} reserved"
+
+
+class UsageAlert(models.Model):
+    """A threshold of a month's quota (the organization's, or a key's cap) crossed and told: one row
+    per threshold per period, so each is told once."""
+
+    organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="usage_alerts")
+    api_key = models.ForeignKey(ApiKey, null=True, blank=True, on_delete=models.CASCADE, related_name="+")
+    subject = models.CharField(max_length=32)  # "organization", or "key:<id>"
+    period_start = models.DateField()
+    threshold = models.PositiveSmallIntegerField()  # percent: 50, 80, 100
+    used = models.BigIntegerField()
+    limit = models.BigIntegerField()
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["organization", "subject", "period_start", "threshold"], name="one_alert_per_threshold"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.organization} {self.period_start:%Y-%m} {self.threshold}%"
+
+
 class UsageEvent(models.Model):
     class Status(models.TextChoices):
         SUCCEEDED = "succeeded"

@@ -23,7 +23,7 @@ from .terms import UNLIMITED
 def meter(principal: Principal) -> tuple[Limits, RateUsage]:
     """The organization's limits, with this request counted against its rate limit (429 when over)."""
     limits = limits_for(principal.organization)
-    return limits, count_request(principal.organization, limits.requests_per_minute)
+    return limits, count_request(principal.organization, limits.requests_per_minute, principal.api_key)
 
 
 def authorize(request: HttpRequest) -> tuple[Principal, Limits]:

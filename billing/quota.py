@@ -3,6 +3,10 @@
 Each step is one conditional UPDATE on the organization's QuotaPeriod row, so concurrent requests
 from any number of web processes can never take the quota past its limit, and a request is
 refused only when the quota really has no room left. Calendar months, UTC.
+
+A request made with an API key counts on the key's own row too (`KeyQuotaPeriod`), in the same
+transaction and the same way, against the key's `monthly_character_cap` when it has one: a burst
+cannot overshoot either, and a key refused by its organization's quota has taken nothing.
 """
 
 from __future__ import annotations
@@ -18,7 +22,9 @@ from django.utils import timezone
 from accounts.models import Organization
 from tts_saas.errors import ApiError
 
-from .models import QuotaPeriod
+from .models import KeyQuotaPeriod, QuotaPeriod
+
+UNCAPPED = 2**62  # a key without a cap of its own: counted, never refused
 
 if TYPE_CHECKING:
     from .limits import Limits
@@ -41,10 +47,21 @@ class QuotaExceeded(Exception):
     requested: int
     resets_at: datetime
 
+    key: str | None = None  # the key whose own cap refused the request
+
     def error(self, limits: Limits | None = None) -> ApiError:
         """The API's answer: 429, with the time the quota resets (and, for an organization that
         pays for overage, that its own spending limit is what stopped the request)."""
         retry = {"Retry-After": str(max(1, int((self.resets_at - timezone.now()).total_seconds())))}
+        if self.key is not None:
+            return ApiError(
+                429,
+                f"This API key's monthly character cap is reached: {self.used} of {self.limit} used, this request "
+                f"needs {self.requested}. An admin can raise it (PATCH /v1/keys/{self.key}); it resets at "
+                f"{self.resets_at:%Y-%m-%dT%H:%M:%SZ}.",
+                "insufficient_quota",
+                headers=retry,
+            )
         if limits is not None and limits.has_overage and limits.spending_limit_cents is not None:
             return ApiError(
                 429,
@@ -87,24 +104,64 @@ def _take(org: Organization, characters: int, limit: int, now: datetime | None, 
     return start
 
 
-def reserve(org: Organization, characters: int, limit: int, now: datetime | None = None) -> date:
-    """Hold `characters` of this month's quota; raises QuotaExceeded if they do not fit."""
-    return _take(org, characters, limit, now, "reserved")
+def _key_row(key, start: date) -> None:
+    if not KeyQuotaPeriod.objects.filter(api_key=key, period_start=start).exists():
+        try:
+            with transaction.atomic():
+                KeyQuotaPeriod.objects.create(api_key=key, period_start=start)
+        except IntegrityError:
+            pass
 
 
-def charge(org: Organization, characters: int, limit: int, now: datetime | None = None) -> date:
+def _take_key(key, characters: int, now: datetime | None, column: str) -> None:
+    start = period_start(now)
+    cap = key.monthly_character_cap if key.monthly_character_cap is not None else UNCAPPED
+    taken = KeyQuotaPeriod.objects.filter(
+        api_key=key, period_start=start, used__lte=cap - characters - F("reserved")
+    ).update(**{column: F(column) + characters})
+    if not taken:
+        row = KeyQuotaPeriod.objects.get(api_key=key, period_start=start)
+        raise QuotaExceeded(row.used + row.reserved, cap, characters, next_reset(start), key=key.prefix)
+
+
+def _take_both(org: Organization, characters: int, limit: int, now: datetime | None, column: str, key) -> date:
+    _row(org, period_start(now))  # the month's rows exist before (and whatever) the takes
+    if key is not None:
+        _key_row(key, period_start(now))
+    with transaction.atomic():  # the key's share is given back if the organization's is refused
+        if key is not None:
+            _take_key(key, characters, now, column)
+        return _take(org, characters, limit, now, column)
+
+
+def reserve(org: Organization, characters: int, limit: int, now: datetime | None = None, key=None) -> date:
+    """Hold `characters` of this month's quota (and of `key`'s); raises QuotaExceeded if they do
+    not fit."""
+    return _take_both(org, characters, limit, now, "reserved", key)
+
+
+def charge(org: Organization, characters: int, limit: int, now: datetime | None = None, key=None) -> date:
     """Reserve and commit at once, for work already done (a cache hit)."""
-    return _take(org, characters, limit, now, "used")
+    return _take_both(org, characters, limit, now, "used", key)
 
 
-def commit(org_id: int, start: date, characters: int) -> None:
-    QuotaPeriod.objects.filter(organization_id=org_id, period_start=start).update(
-        reserved=F("reserved") - characters, used=F("used") + characters
-    )
+def commit(org_id: int, start: date, characters: int, key_id: int | None = None) -> None:
+    moved = {"reserved": F("reserved") - characters, "used": F("used") + characters}
+    QuotaPeriod.objects.filter(organization_id=org_id, period_start=start).update(**moved)
+    if key_id is not None:
+        KeyQuotaPeriod.objects.filter(api_key_id=key_id, period_start=start).update(**moved)
 
 
-def refund(org_id: int, start: date, characters: int) -> None:
+def refund(org_id: int, start: date, characters: int, key_id: int | None = None) -> None:
     QuotaPeriod.objects.filter(organization_id=org_id, period_start=start).update(reserved=F("reserved") - characters)
+    if key_id is not None:
+        KeyQuotaPeriod.objects.filter(api_key_id=key_id, period_start=start).update(reserved=F("reserved") - characters)
+
+
+def key_usage(key, now: datetime | None = None) -> int:
+    """Characters `key` has used and holds this month."""
+    row = KeyQuotaPeriod.objects.filter(api_key=key, period_start=period_start(now)).first()
+    return row.used + row.reserved if row else 0
 
 
 def usage(org: Organization, now: datetime | None = None) -> tuple[int, int, datetime]:

@@ -49,13 +49,22 @@ class RateUsage:
         }
 
 
-def count_request(organization: Organization, requests_per_minute: int) -> RateUsage:
-    """Count one request against the organization's window; ApiError(429) when over. Synchronous
-    (django-ratelimit is): async callers run it in a thread."""
+def count_request(organization: Organization, requests_per_minute: int, key=None) -> RateUsage:
+    """Count one request against the organization's window, and the key's own when it has a
+    limit; ApiError(429) when over either. Synchronous (django-ratelimit is): async callers run it
+    in a thread. The headers report the window that is nearer its end."""
+    own = None
+    if key is not None and key.requests_per_minute is not None:
+        own = _count(f"key:{key.pk}", key.requests_per_minute, "this API key")
+    rate = _count(f"org:{organization.pk}", requests_per_minute, "your organization")
+    return own if own is not None and own.limit - own.count < rate.limit - rate.count else rate
+
+
+def _count(counter: str, requests_per_minute: int, whose: str) -> RateUsage:
     usage = get_usage(
-        None,  # the counter is keyed by organization alone: no request is looked at
+        None,  # the counter is keyed by organization (or key) alone: no request is looked at
         group=GROUP,
-        key=lambda group, request: f"org:{organization.pk}",
+        key=lambda group, request: counter,
         rate=f"{requests_per_minute}/m",
         increment=True,
     )
@@ -63,7 +72,7 @@ def count_request(organization: Organization, requests_per_minute: int) -> RateU
     if usage["should_limit"]:
         raise ApiError(
             429,
-            f"Rate limit reached: {rate.limit} requests per minute for your organization. Retry in {rate.time_left} s.",
+            f"Rate limit reached: {rate.limit} requests per minute for {whose}. Retry in {rate.time_left} s.",
             "rate_limit_exceeded",
             headers={**rate.headers(), "Retry-After": str(max(1, rate.time_left))},
         )

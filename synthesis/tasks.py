@@ -20,9 +20,10 @@ from celery import shared_task
 from celery.signals import task_postrun, task_prerun, worker_init, worker_shutdown
 from django.conf import settings
 
+from billing import alerts as billing_alerts
 from billing.limits import limits_for
 from inference.text import TextError
-from synthesis.service import callbacks, maintenance, workers
+from synthesis.service import alerts, callbacks, maintenance, workers
 from synthesis.service.jobs import claim_job, fail_job
 from synthesis.worker import lifecycle
 from synthesis.worker.lifecycle import current
@@ -161,6 +162,43 @@ def deliver_callback(self, job_id: str) -> bool:
         logger.warning("callback given up after %d attempts", attempts, extra={"job_id": job_id})
         return False
     raise CallbackNotDelivered(job_id)
+
+
+class AlertNotDelivered(Exception):
+    """The organization's endpoint did not answer 2xx to a usage alert: Celery retries."""
+
+
+@shared_task(name="synthesis.tasks.check_usage_alerts")
+def check_usage_alerts() -> int:
+    """Beat, every minute: thresholds crossed since the last look, each told once."""
+    found = billing_alerts.due()
+    for alert in found:
+        deliver_usage_alert.apply_async((alert.pk,), queue="default")
+        email_usage_alert.apply_async((alert.pk,), queue="default")
+    return len(found)
+
+
+@shared_task(
+    bind=True,
+    name="synthesis.tasks.deliver_usage_alert",
+    acks_late=True,
+    autoretry_for=(AlertNotDelivered,),
+    max_retries=max(0, settings.TTS_CALLBACK_MAX_ATTEMPTS - 1),
+    retry_backoff=settings.TTS_CALLBACK_BACKOFF_SECONDS,
+    retry_jitter=True,
+)
+def deliver_usage_alert(self, alert_id: int) -> bool:
+    if alerts.deliver(alert_id):
+        return True
+    if self.request.retries >= self.max_retries:
+        logger.warning("usage alert given up", extra={"alert_id": alert_id})
+        return False
+    raise AlertNotDelivered(alert_id)
+
+
+@shared_task(name="synthesis.tasks.email_usage_alert")
+def email_usage_alert(alert_id: int) -> int:
+    return alerts.email(alert_id)
 
 
 @shared_task(name="synthesis.tasks.delete_old_jobs")

@@ -238,6 +238,11 @@ CELERY_BEAT_SCHEDULE = {
     },
     "reap-stale-jobs": {"task": "synthesis.tasks.reap_stale_jobs", "schedule": 60.0, "options": {"queue": "default"}},
     "delete-old-jobs": {"task": "synthesis.tasks.delete_old_jobs", "schedule": 3600.0, "options": {"queue": "default"}},
+    "check-usage-alerts": {
+        "task": "synthesis.tasks.check_usage_alerts",
+        "schedule": 60.0,
+        "options": {"queue": "default", "expires": 50},
+    },
     "expire-audit-events": {
         "task": "accounts.tasks.expire_audit_events",
         "schedule": 86400.0,

@@ -19,7 +19,7 @@ from billing.views import UsageViewSet, stripe_webhook, subscription
 from dashboard.throttles import posted, throttled
 from dashboard.views.account import password_reset, sign_in
 from dashboard.views.operations import operations
-from synthesis.api import discovery, jobs, speech
+from synthesis.api import discovery, jobs, speech, webhooks
 from tts_saas.metrics import metrics_view
 from tts_saas.views import health
 from voices import api as voices_api
@@ -54,7 +54,17 @@ v1 = [
         name="lexicon",
     ),
     path("keys", ApiKeyViewSet.as_view({"get": "list", "post": "create"}), name="keys"),
-    path("keys/<str:key_id>", ApiKeyViewSet.as_view({"get": "retrieve", "delete": "destroy"}), name="key"),
+    path(
+        "keys/<str:key_id>",
+        ApiKeyViewSet.as_view({"get": "retrieve", "patch": "partial_update", "delete": "destroy"}),
+        name="key",
+    ),
+    path("keys/<str:key_id>/rotate", ApiKeyViewSet.as_view({"post": "rotate"}), name="key-rotate"),
+    path(
+        "webhooks/endpoint",
+        webhooks.WebhookEndpointViewSet.as_view({"get": "retrieve", "put": "update"}),
+        name="webhook-endpoint",
+    ),
     path("webhooks/secret", WebhookSecretViewSet.as_view({"get": "retrieve"}), name="webhook-secret"),
     path("webhooks/secret/rotate", WebhookSecretViewSet.as_view({"post": "rotate"}), name="webhook-secret-rotate"),
     path(

@@ -9,16 +9,20 @@ from django.http import Http404
 from django.shortcuts import redirect
 from django.views.decorators.http import require_POST
 
-from accounts import actions, scopes
+from accounts import actions, audit, scopes
 from accounts.models import WEBHOOK_SECRET_GRACE, ApiKey
 from accounts.tenancy import scoped
+from billing import quota
+from billing.models import KeyQuotaPeriod
+from synthesis.api.webhooks import WebhookEndpointSerializer
 from tts_saas.errors import ApiError
 
 from ..access import member_required, page, require_admin
-from ..forms import IpAllowlistForm, KeyForm
+from ..keyforms import IpAllowlistForm, KeyForm
 
 ROTATE_WEBHOOK_SECRET = "rotate-webhook-secret"  # the rotate form's `action`: it posts to this page
 IP_ALLOWLIST = "ip-allowlist"
+WEBHOOK_ENDPOINT = "webhook-endpoint"
 NEW_KEY = "new_api_key"  # the session's one-time copy of a key just created
 
 
@@ -27,6 +31,8 @@ def keys(request):
     org = request.principal.organization
     if request.method == "POST" and request.POST.get("action") == ROTATE_WEBHOOK_SECRET:
         return _rotate_webhook_secret(request)
+    if request.method == "POST" and request.POST.get("action") == WEBHOOK_ENDPOINT:
+        return _set_webhook_endpoint(request)
     posted = request.POST.get("action") if request.method == "POST" else None
     allowlist = IpAllowlistForm(
         request.POST if posted == IP_ALLOWLIST else None, initial={"allowed_ips": ", ".join(org.allowed_ips)}
@@ -55,6 +61,9 @@ def keys(request):
                 created_by=request.user,
                 scopes=scopes.PRESETS[form.cleaned_data["kind"]],
                 allowed_ips=form.cleaned_data["allowed_ips"],
+                owner=None if form.cleaned_data.get("owner") == "service" else request.user,
+                monthly_character_cap=form.cleaned_data["monthly_character_cap"],
+                requests_per_minute=form.cleaned_data["requests_per_minute"],
             )
             # Shown once, on the page the browser is sent to: a reload makes no second key and
             # shows the secret no more.
@@ -65,7 +74,7 @@ def keys(request):
         request,
         "keys.html",
         "keys",
-        keys=scoped(ApiKey, org).select_related("created_by"),
+        keys=with_usage(scoped(ApiKey, org).select_related("created_by", "owner")),
         form=form,
         allowlist=allowlist,
         allowlist_action=IP_ALLOWLIST,
@@ -75,7 +84,32 @@ def keys(request):
         webhook_secret=org.webhook_secret if request.principal.is_admin else None,
         previous_valid_until=org.previous_webhook_secret_valid_until(),
         rotate_action=ROTATE_WEBHOOK_SECRET,
+        endpoint_action=WEBHOOK_ENDPOINT,
     )
+
+
+def with_usage(keys) -> list[ApiKey]:
+    """The keys, each with the characters it used this month (`used_this_month`)."""
+    start = quota.period_start()
+    used = dict(KeyQuotaPeriod.objects.filter(period_start=start).values_list("api_key_id", "used"))
+    keys = list(keys)
+    for key in keys:
+        key.used_this_month = used.get(key.pk, 0)
+    return keys
+
+
+def _set_webhook_endpoint(request):
+    require_admin(request, "set the webhook endpoint")
+    org = request.principal.organization
+    incoming = WebhookEndpointSerializer(data={"url": request.POST.get("url", "")})
+    if not incoming.is_valid():
+        messages.error(request, f"Webhook endpoint not saved: {incoming.errors['url'][0]}")
+    elif (url := incoming.validated_data["url"]) != org.webhook_url:
+        before, org.webhook_url = org.webhook_url, url
+        org.save(update_fields=["webhook_url"])
+        audit.record(org, "webhook_endpoint.updated", request.user, before={"url": before}, after={"url": url})
+        messages.info(request, "Webhook endpoint saved." if url else "Webhook endpoint removed: no events are sent.")
+    return redirect("dashboard:keys")
 
 
 def _rotate_webhook_secret(request):

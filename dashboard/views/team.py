@@ -14,7 +14,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from accounts import actions
-from accounts.models import Invitation, Membership
+from accounts.models import ApiKey, Invitation, Membership
 
 from ..access import member_required, page, require_active, require_admin
 from ..forms import InviteForm
@@ -61,6 +61,7 @@ def members(request):
         m.sole_owner = m.role == Membership.Role.OWNER and owners == 1
         # The last owner's role is not offered for change: it would only be refused.
         m.roles = [] if m.sole_owner else actions.assignable_roles(request.membership, m)
+        m.own_keys = ApiKey.objects.filter(organization=org, owner=m.user_id, revoked_at__isnull=True).count()
     # An invitation to someone who is a member already (made by an operator, or before the rule
     # that acceptance closes them all) is not "invited": it is not shown.
     addresses = {a.lower() for m in team for a in (m.user.email, m.user.get_username()) if a}
@@ -193,7 +194,7 @@ def change_role(request, membership_id: int):
 @member_required
 def remove_member(request, membership_id: int):
     try:
-        removed = actions.remove_member(request.membership, membership_id)
+        removed = actions.remove_member(request.membership, membership_id, request.POST.get("keys", "revoke"))
     except actions.NotAllowed as exc:
         raise PermissionDenied(str(exc)) from exc
     except Membership.DoesNotExist:

@@ -89,10 +89,11 @@ def submit_job(
     returned and this reservation given back (admission has already answered plain retries)."""
     org = principal.organization
     try:
-        period = quota.reserve(org, speech.characters, limits.quota_characters)
+        period = quota.reserve(org, speech.characters, limits.quota_characters, key=principal.api_key)
     except quota.QuotaExceeded as exc:
         raise exc.error(limits) from exc
     data = speech.data
+    key_id = principal.api_key.pk if principal.api_key else None
     try:
         with transaction.atomic():
             job = Job.objects.create(
@@ -117,13 +118,13 @@ def submit_job(
                 request_hash=how.request_hash,
             )
     except IntegrityError:
-        quota.refund(org.pk, period, speech.characters)
+        quota.refund(org.pk, period, speech.characters, key_id)
         earlier = find_idempotent_job(org, how.idempotency_key, how.request_hash) if how.idempotency_key else None
         if earlier is None:
             raise
         return earlier  # a concurrent retry with the same key won the race
     except Exception:
-        quota.refund(org.pk, period, speech.characters)
+        quota.refund(org.pk, period, speech.characters, key_id)
         raise
     capacity.note_waiting(job.model, job.id)
     earlier = concurrency.in_flight(org.pk) - 1  # the organization's jobs not finished, this one aside

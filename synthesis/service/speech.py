@@ -51,7 +51,7 @@ def record_cache_hit(
             org=principal.organization,
             limit=limits.quota_characters,
             characters=speech.characters,
-            api_key_id=principal.api_key.pk if principal.api_key else None,
+            key=principal.api_key,
             request_id=request_id,
             audio_seconds=len(entry.pcm16) / 2 / SAMPLE_RATE,
             model=speech.spec.name,
@@ -223,7 +223,7 @@ async def share(
 ) -> SharedFeed:
     org, characters = principal.organization, speech.characters
     try:
-        period = await in_thread(quota.reserve)(org, characters, limits.quota_characters)
+        period = await in_thread(quota.reserve)(org, characters, limits.quota_characters, key=principal.api_key)
     except quota.QuotaExceeded as exc:
         raise exc.error(limits) from exc
 
@@ -244,7 +244,7 @@ async def share(
         )
 
     def refund() -> None:
-        quota.refund(org.pk, period, characters)
+        quota.refund(org.pk, period, characters, principal.api_key.pk if principal.api_key else None)
 
     return SharedFeed(
         job_id,

@@ -1,0 +1,101 @@
+"""What is done to API keys and the organization's allowlist, each recorded in the audit log:
+create, revoke, hand a leaving member's keys over, set the IP allowlist."""
+
+from __future__ import annotations
+
+from tts_saas.errors import ApiError
+
+from . import audit
+from .models import ApiKey, Membership, Organization
+from .network import permits
+
+
+class NotAllowed(Exception):
+    """The acting member's role does not allow the operation."""
+
+
+def set_ip_allowlist(org: Organization, networks: list[str], caller: str | None, by=None) -> None:
+    """Replace `org`'s IP allowlist; a list that would refuse the caller's own address is refused
+    (400), so an admin cannot lock the organization out by mistake."""
+    if networks and not permits(networks, caller):
+        raise ApiError(
+            400,
+            f"This list would refuse your own address ({caller}): add it, or make the change from an allowed address.",
+            "invalid_value",
+            "allowed_ips",
+        )
+    before, org.allowed_ips = org.allowed_ips, networks
+    org.save(update_fields=["allowed_ips"])
+    if before != networks:
+        audit.record(org, "ip_allowlist.updated", by, before={"allowed_ips": before}, after={"allowed_ips": networks})
+
+
+EDITABLE = ("name", "scopes", "allowed_ips", "monthly_character_cap", "requests_per_minute")
+
+
+def _terms(key: ApiKey) -> dict:
+    return {field: getattr(key, field) for field in ("kind", *EDITABLE)}
+
+
+def create_key(org: Organization, name: str, by, **options) -> tuple[ApiKey, str]:
+    """A new key (see Organization.create_api_key), recorded in the audit log."""
+    key, raw = org.create_api_key(name, **options)
+    after = {**_terms(key), "expires_at": key.expires_at.isoformat() if key.expires_at else None}
+    audit.record(org, "key.created", by, target=f"key:{key.prefix}", after=after)
+    return key, raw
+
+
+def update_key(key: ApiKey, by, changes: dict) -> ApiKey:
+    """Change a key's name, scopes, allowlist or limits; they apply from its next request (on an
+    open WebSocket: its next utterance). Recorded with what changed, before and after."""
+    before = _terms(key)
+    for field, value in changes.items():
+        setattr(key, field, sorted(value) if field == "scopes" else value)
+    key.kind = ApiKey.kind_of(key.scopes)
+    key.save(update_fields=["kind", *changes])
+    after = _terms(key)
+    changed = [field for field in after if after[field] != before[field]]
+    if changed:
+        audit.record(
+            key.organization,
+            "key.updated",
+            by,
+            target=f"key:{key.prefix}",
+            before={f: before[f] for f in changed},
+            after={f: after[f] for f in changed},
+        )
+    return key
+
+
+def rotate_key(key: ApiKey, by) -> str:
+    """A new secret for `key`: the same id, scopes, limits and this month's counters."""
+    raw = key.new_secret()
+    audit.record(key.organization, "key.rotated", by, target=f"key:{key.prefix}")
+    return raw
+
+
+def revoke_key(key: ApiKey, by) -> None:
+    if key.revoked_at is None:
+        key.revoke()
+        audit.record(key.organization, "key.revoked", by, target=f"key:{key.prefix}", before={"name": key.name})
+
+
+def hand_over_keys(org: Organization, leaver, keys_to: str, acting: Membership) -> None:
+    """A leaving member's own keys: revoked, made service keys, or given to another member."""
+    keys = list(ApiKey.objects.filter(organization=org, owner=leaver, revoked_at__isnull=True))
+    heir = None
+    if keys_to.startswith("member:"):
+        heir_id = keys_to.removeprefix("member:")
+        heir = Membership.objects.filter(organization=org, pk=int(heir_id)).first() if heir_id.isdigit() else None
+        if heir is None:
+            raise NotAllowed("Keys can be handed only to a member of this organization.")
+    elif keys_to not in ("revoke", "service"):
+        raise NotAllowed("Choose what becomes of the member's keys: revoke, service, or member:<id>.")
+    for key in keys:
+        if keys_to == "revoke":
+            revoke_key(key, acting)
+            continue
+        owner = heir.user if heir is not None else None
+        ApiKey.objects.filter(pk=key.pk).update(owner=owner)
+        before, after = {"owner": leaver.email}, {"owner": owner.email if owner is not None else None}
+        audit.record(org, "key.transferred", acting, target=f"key:{key.prefix}", before=before, after=after)
