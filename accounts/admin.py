@@ -3,7 +3,8 @@ from __future__ import annotations
 from django.contrib import admin
 from django.utils import timezone
 
-from .models import ApiKey, Invitation, Membership, Organization
+from . import audit
+from .models import ApiKey, AuditEvent, Invitation, Membership, Organization
 
 
 @admin.register(Organization)
@@ -16,15 +17,21 @@ class OrganizationAdmin(admin.ModelAdmin):
 
     @admin.action(description="Suspend (every API call answers 403)")
     def suspend(self, request, queryset):
-        changed = queryset.filter(suspended_at__isnull=True).update(
-            suspended_at=timezone.now(), suspension_reason="suspended by an operator"
-        )
-        self.message_user(request, f"{changed} organization(s) suspended.")
+        orgs = list(queryset.filter(suspended_at__isnull=True))
+        for org in orgs:
+            Organization.objects.filter(pk=org.pk).update(
+                suspended_at=timezone.now(), suspension_reason="suspended by an operator"
+            )
+            audit.record(org, "staff.suspended", request.user, staff=True, target=f"organization:{org.slug}")
+        self.message_user(request, f"{len(orgs)} organization(s) suspended.")
 
     @admin.action(description="Unsuspend")
     def unsuspend(self, request, queryset):
-        changed = queryset.filter(suspended_at__isnull=False).update(suspended_at=None, suspension_reason="")
-        self.message_user(request, f"{changed} organization(s) unsuspended.")
+        orgs = list(queryset.filter(suspended_at__isnull=False))
+        for org in orgs:
+            Organization.objects.filter(pk=org.pk).update(suspended_at=None, suspension_reason="")
+            audit.record(org, "staff.unsuspended", request.user, staff=True, target=f"organization:{org.slug}")
+        self.message_user(request, f"{len(orgs)} organization(s) unsuspended.")
 
 
 @admin.register(Invitation)
@@ -49,5 +56,26 @@ class ApiKeyAdmin(admin.ModelAdmin):
 
     @admin.action(description="Revoke (refused at once)")
     def revoke(self, request, queryset):
-        changed = queryset.filter(revoked_at__isnull=True).update(revoked_at=timezone.now())
-        self.message_user(request, f"{changed} key(s) revoked.")
+        keys = list(queryset.filter(revoked_at__isnull=True).select_related("organization"))
+        for key in keys:
+            key.revoke()
+            audit.record(key.organization, "key.revoked", request.user, staff=True, target=f"key:{key.prefix}")
+        self.message_user(request, f"{len(keys)} key(s) revoked.")
+
+
+@admin.register(AuditEvent)
+class AuditEventAdmin(admin.ModelAdmin):
+    """Read only: events are appended by the product, never edited."""
+
+    list_display = ("created_at", "organization", "action", "actor_type", "actor_label", "ip", "target")
+    list_filter = ("action", "actor_type")
+    search_fields = ("organization__name", "actor_label", "target")
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False

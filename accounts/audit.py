@@ -10,13 +10,15 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.conf import settings
+from django.contrib.admin.models import ADDITION, CHANGE, DELETION, LogEntry
 from django.contrib.auth import get_user_model
 from django.contrib.auth.signals import user_logged_in, user_login_failed
 from django.db.models import QuerySet
+from django.db.models.signals import post_save
 from django.dispatch import receiver
 from django.utils import timezone
 
-from tts_saas.request_id import client_address_var
+from tts_saas.request_id import actor_var, client_address_var
 
 from .models import ApiKey, AuditEvent, Membership, Organization
 
@@ -39,6 +41,18 @@ ACTIONS = {
     "member.joined": "member joined",
     "member.removed": "member removed",
     "member.role_changed": "member's role changed",
+    "voice.created": "voice created",
+    "voice.deleted": "voice deleted",
+    "lexicon.created": "lexicon created",
+    "lexicon.updated": "lexicon changed",
+    "lexicon.deleted": "lexicon deleted",
+    "billing.plan_changed": "plan changed",
+    "billing.limits_changed": "limits or billing terms changed",
+    "staff.suspended": "organization suspended by staff",
+    "staff.unsuspended": "organization unsuspended by staff",
+    "staff.added": "staff added something in the admin console",
+    "staff.changed": "staff changed something in the admin console",
+    "staff.deleted": "staff deleted something in the admin console",
 }
 
 
@@ -49,7 +63,7 @@ class Actor:
     label: str = ""
 
 
-def actor_of(by) -> Actor:
+def actor_of(by, staff: bool = False) -> Actor:
     """The actor behind an API key, a principal (accounts.auth: its key or its member), a
     membership or a user (a member; staff when `staff=True` is recorded by the admin console)."""
     key = by if isinstance(by, ApiKey) else getattr(by, "api_key", None)
@@ -59,7 +73,10 @@ def actor_of(by) -> Actor:
     if user is not None and not hasattr(user, "email") and getattr(by, "user_id", None):
         user = get_user_model().objects.filter(pk=by.user_id).first()  # a member's principal
     if user is not None and hasattr(user, "email"):
-        return Actor(AuditEvent.Actor.MEMBER, str(user.pk), user.email or user.username)
+        kind = AuditEvent.Actor.STAFF if staff else AuditEvent.Actor.MEMBER
+        return Actor(kind, str(user.pk), user.email or user.username)
+    if isinstance(by, str):  # a system's name, e.g. "stripe"
+        return Actor(AuditEvent.Actor.SYSTEM, by, by)
     return Actor(AuditEvent.Actor.ANONYMOUS)
 
 
@@ -71,10 +88,23 @@ def _address(ip: str | None) -> str | None:
         return None
 
 
+CURRENT = object()  # `by` not given: whoever acts in this request (tts_saas.request_id.actor_var)
+
+
 def record(
-    org: Organization, action: str, by=None, *, target: str = "", before=None, after=None, ip: str | None = None
+    org: Organization,
+    action: str,
+    by=CURRENT,
+    *,
+    target: str = "",
+    before=None,
+    after=None,
+    ip: str | None = None,
+    staff: bool = False,
 ) -> AuditEvent:
-    actor = actor_of(by) if by is not None else Actor(AuditEvent.Actor.ANONYMOUS)
+    if by is CURRENT:
+        by = actor_var.get()
+    actor = actor_of(by, staff) if by is not None else Actor(AuditEvent.Actor.ANONYMOUS)
     return AuditEvent.objects.create(
         organization=org,
         action=action,
@@ -134,3 +164,26 @@ def _sign_in_failed(sender, credentials, request=None, **kwargs) -> None:
     ip = request.META.get("REMOTE_ADDR") if request is not None else None
     for membership in Membership.objects.filter(user__username__iexact=name).select_related("organization"):
         record(membership.organization, "signin.failed", None, target=f"member:{name}", ip=ip)
+
+
+@receiver(post_save, sender=LogEntry)
+def _staff_acted(sender, instance: LogEntry, created: bool, **kwargs) -> None:
+    """An action of staff in the admin console, in the audit log of the organization it touched
+    (logged before a deletion, so the object is still there to say whose it is)."""
+    if not created or instance.content_type is None:
+        return
+    model = instance.content_type.model_class()
+    found = model._default_manager.filter(pk=instance.object_id).first() if model is not None else None
+    org = found if isinstance(found, Organization) else getattr(found, "organization", None)
+    if not isinstance(org, Organization):
+        return
+    verb = {ADDITION: "added", CHANGE: "changed", DELETION: "deleted"}.get(instance.action_flag, "changed")
+    change = instance.get_change_message() or None
+    record(
+        org,
+        f"staff.{verb}",
+        instance.user,
+        staff=True,
+        target=f"{instance.content_type.model}:{instance.object_repr}"[:200],
+        after={"change": change} if change else None,
+    )

@@ -265,6 +265,7 @@ class AuditEvent(models.Model):
         KEY = "key"
         STAFF = "staff"
         ANONYMOUS = "anonymous"  # a failed sign-in, a call refused before a key was known
+        SYSTEM = "system"  # e.g. Stripe's webhooks, a beat task
 
     organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="audit_events")
     created_at = models.DateTimeField(default=timezone.now, db_index=True)

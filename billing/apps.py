@@ -8,4 +8,5 @@ class BillingConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from . import schema  # noqa: F401, PLC0415  (registers the OpenAPI auth extension once DRF is set up)
+        # The OpenAPI auth extension (once DRF is set up); plan and billing terms in the audit log.
+        from . import schema, trail  # noqa: F401, PLC0415

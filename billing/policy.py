@@ -12,6 +12,7 @@ from django.utils import timezone
 
 from accounts import scopes
 from accounts.auth import ApiKeyAuthentication, Principal, authenticate_key, require
+from tts_saas.request_id import actor_var
 from tts_saas.threads import in_thread
 
 from . import quota
@@ -30,6 +31,7 @@ def authorize(request: HttpRequest) -> tuple[Principal, Limits]:
     principal = authenticate_key(request.headers.get("Authorization"), request.META.get("REMOTE_ADDR"))
     route = request.resolver_match.url_name if request.resolver_match else None
     require(principal, scopes.needed(route, request.method or "GET"), f"{request.method} {request.path}")
+    actor_var.set(principal)  # for the audit log (in this thread: the view's, for DRF views)
     limits, rate = meter(principal)
     characters = None
     if limits.quota_characters < UNLIMITED:  # overage without a spending limit: no ceiling to state

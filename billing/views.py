@@ -18,6 +18,7 @@ from rest_framework.response import Response
 
 from accounts.tenancy import TenantScopedViewSet
 from tts_saas.errors import error_response, error_responses
+from tts_saas.request_id import actor_var
 
 from . import stripe_events
 from .models import BillingStatus, UsageEvent
@@ -153,6 +154,7 @@ def stripe_webhook(request):
     that Stripe delivers the event again."""
     if not settings.STRIPE_WEBHOOK_SECRET:
         return error_response(404, "Billing is not configured on this installation.", "not_found")
+    actor_var.set("stripe")  # what its events change is Stripe's doing, in the audit log
     try:
         stripe.Webhook.construct_event(
             request.body,

@@ -16,6 +16,7 @@ from billing.limits import subscription_for
 from billing.models import BillingStatus
 from billing.stripe_events import grace_ends
 from tts_saas.errors import ApiError
+from tts_saas.request_id import actor_var
 
 SESSION_ORG = "organization_id"
 
@@ -40,6 +41,7 @@ def member_required(view):
             return redirect("dashboard:signup")
         request.membership, request.memberships = membership, memberships
         request.principal = principal_for_member(membership, active=False)  # a suspended org still reads
+        actor_var.set(request.user)  # for the audit log
         return view(request, *args, **kwargs)
 
     return wrapped

@@ -29,8 +29,15 @@ def test_key_and_allowlist_changes_are_recorded_and_read_back_with_filters_and_a
         assert listed.status_code == 200, listed.text
         body = listed.json()
         actions = [event["action"] for event in body["data"]]
-        assert actions == ["webhook_secret.rotated", "ip_allowlist.updated", "key.revoked", "key.created"]
-        created_event = body["data"][-1]
+        # The oldest: the test's persona got its rate limit raised (an override of its plan).
+        assert actions == [
+            "webhook_secret.rotated",
+            "ip_allowlist.updated",
+            "key.revoked",
+            "key.created",
+            "billing.limits_changed",
+        ]
+        created_event = body["data"][-2]
         owner_key = owner.org.api_keys.get(name="Acme key")
         assert created_event["actor"] == {"type": "key", "id": owner_key.prefix, "label": "Acme key"}
         assert created_event["ip"] == "127.0.0.1" and created_event["target"] == f"key:{key_id}"
@@ -43,13 +50,15 @@ def test_key_and_allowlist_changes_are_recorded_and_read_back_with_filters_and_a
         first = client.get("/audit_logs", params={"limit": 3}).json()
         assert first["has_more"] and len(first["data"]) == 3 and first["last_id"] == first["data"][-1]["id"]
         rest = client.get("/audit_logs", params={"limit": 3, "after": first["last_id"]}).json()
-        assert [e["action"] for e in rest["data"]] == ["key.created"] and not rest["has_more"]
+        assert [e["action"] for e in rest["data"]] == ["key.created", "billing.limits_changed"]
+        assert not rest["has_more"]
         for bad in ({"limit": 0}, {"after": "17"}, {"since": "yesterday"}, {"actor": "x"}):
             refused = client.get("/audit_logs", params=bad)
             assert refused.status_code == 400, (bad, refused.text)
             assert refused.json()["error"]["param"] == next(iter(bad))
     with live_stack.client(outsider.key) as other:
-        assert other.get("/audit_logs").json()["data"] == []  # another tenant's events: none
+        theirs = other.get("/audit_logs").json()["data"]
+        assert [e["action"] for e in theirs] == ["billing.limits_changed"]  # its own only, none of Acme's
     _, standard = owner.org.create_api_key("app")
     with live_stack.client(standard) as app:
         refused = app.get("/audit_logs")
@@ -106,3 +115,35 @@ def test_sign_ins_and_team_changes_appear_on_the_audit_page_and_its_csv(client):
     Membership.objects.create(organization=org, user=Membership.objects.get(user__email="bob@example.com").user)
     client.post("/dashboard/switch", {"organization": org.pk})
     assert client.get("/dashboard/audit").status_code == 403
+
+
+def test_voices_and_lexicons_are_recorded_with_the_key_that_changed_them(live_stack, owner):
+    with live_stack.client(owner.key) as client:
+        lexicon = client.post("/lexicons", json={"name": "brands", "entries": [{"text": "Acme", "alias": "Ack me"}]})
+        lexicon_id = lexicon.json()["id"]
+        client.patch(f"/lexicons/{lexicon_id}", json={"name": "brand names"})
+        client.delete(f"/lexicons/{lexicon_id}")
+        voice = client.post("/audio/voices", json={"name": "Narrator", "model": "chattts", "seed": 42})
+        assert voice.status_code == 201, voice.text
+        client.delete(f"/audio/voices/{voice.json()['id']}")
+        actions = [
+            e["action"] for e in client.get("/audit_logs").json()["data"] if not e["action"].startswith("billing.")
+        ]
+    assert actions == ["voice.deleted", "voice.created", "lexicon.deleted", "lexicon.updated", "lexicon.created"]
+    event = AuditEvent.objects.get(action="lexicon.updated")
+    assert event.actor_type == "key" and event.after["name"] == "brand names" and event.ip == "127.0.0.1"
+
+
+def test_billing_terms_and_staff_actions_are_recorded(client, admin_client):
+    signup(client, "ada@example.com")
+    org = Organization.objects.get(name="Analytical Engines")
+    client.post("/dashboard/billing/spending-limit", {"spending_limit": "25"})
+    changed = AuditEvent.objects.get(organization=org, action="billing.limits_changed")
+    assert changed.before == {"spending_limit_cents": None} and changed.after == {"spending_limit_cents": 2500}
+    assert (changed.actor_type, changed.actor_label) == ("member", "ada@example.com")
+    # Staff in the admin console: an action, and a change through a form.
+    admin_client.post("/admin/accounts/organization/", {"action": "suspend", "_selected_action": [org.pk]})
+    suspended = AuditEvent.objects.get(organization=org, action="staff.suspended")
+    assert suspended.actor_type == "staff"
+    page = client.get("/dashboard/audit", {"action": "staff."}).content.decode()
+    assert "organization suspended by staff" in page

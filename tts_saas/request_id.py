@@ -16,6 +16,9 @@ from .middleware import SyncAndAsyncMiddleware
 
 request_id_var: contextvars.ContextVar[str] = contextvars.ContextVar("request_id", default="-")
 client_address_var: contextvars.ContextVar[str | None] = contextvars.ContextVar("client_address", default=None)
+# Who acts in this request (a key's or a member's principal, a user), once authentication knows:
+# what the audit log records for changes made deep inside (model signals) without being told.
+actor_var: contextvars.ContextVar[object | None] = contextvars.ContextVar("actor", default=None)
 _VALID = re.compile(r"^[A-Za-z0-9._\-]{1,128}$")
 
 
@@ -31,12 +34,17 @@ class RequestIdMiddleware(SyncAndAsyncMiddleware):
     def _begin(self, request):
         rid = new_request_id(request.headers.get("X-Request-ID"))
         request.request_id = rid
-        return request_id_var.set(rid), client_address_var.set(request.META.get("REMOTE_ADDR"))
+        return (
+            request_id_var.set(rid),
+            client_address_var.set(request.META.get("REMOTE_ADDR")),
+            actor_var.set(None),
+        )
 
     @staticmethod
     def _end(tokens) -> None:
         request_id_var.reset(tokens[0])
         client_address_var.reset(tokens[1])
+        actor_var.reset(tokens[2])
 
     def __call__(self, request):
         if self._async:

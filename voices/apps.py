@@ -6,3 +6,6 @@ from django.apps import AppConfig
 class VoicesConfig(AppConfig):
     name = "voices"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        from . import trail  # noqa: F401, PLC0415  (voices and lexicons in the audit log)

@@ -20,6 +20,7 @@ from .usage import cell
 PAGE = 50
 GROUPS = [("", "Everything"), ("signin.", "Sign-ins"), ("key.", "API keys"), ("member.", "Members")]
 GROUPS += [("access.", "Refused calls"), ("ip_allowlist.", "IP allowlist"), ("webhook_secret.", "Webhook secret")]
+GROUPS += [("voice.", "Voices"), ("lexicon.", "Lexicons"), ("billing.", "Plan and billing"), ("staff.", "Staff")]
 
 
 class AuditFilter(forms.Form):
