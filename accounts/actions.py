@@ -14,11 +14,28 @@ from django.utils import timezone
 from django.utils.text import slugify
 
 from . import audit
-from .keys import NotAllowed, create_key, hand_over_keys, revoke_key, rotate_key, set_ip_allowlist, update_key
+from .keys import (
+    NotAllowed,
+    create_key,
+    hand_over_keys,
+    revoke_key,
+    rotate_key,
+    set_data_retention,
+    set_ip_allowlist,
+    update_key,
+)
 from .models import Invitation, Membership, Organization, _invitation_token, _new_webhook_secret
 
 # The key actions live in keys.py; callers reach every action here.
-__all__ = ["NotAllowed", "create_key", "revoke_key", "rotate_key", "set_ip_allowlist", "update_key"]
+__all__ = [
+    "NotAllowed",
+    "create_key",
+    "revoke_key",
+    "rotate_key",
+    "set_data_retention",
+    "set_ip_allowlist",
+    "update_key",
+]
 
 logger = logging.getLogger(__name__)
 

@@ -37,6 +37,7 @@ ACTIONS = {
     "ip_allowlist.updated": "IP allowlist changed",
     "webhook_secret.rotated": "webhook signing secret rotated",
     "webhook_endpoint.updated": "webhook endpoint changed",
+    "settings.data_retention": "data retention changed",
     "member.invited": "member invited",
     "member.joined": "member joined",
     "member.removed": "member removed",

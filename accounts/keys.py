@@ -99,3 +99,12 @@ def hand_over_keys(org: Organization, leaver, keys_to: str, acting: Membership) 
         ApiKey.objects.filter(pk=key.pk).update(owner=owner)
         before, after = {"owner": leaver.email}, {"owner": owner.email if owner is not None else None}
         audit.record(org, "key.transferred", acting, target=f"key:{key.prefix}", before=before, after=after)
+
+
+def set_data_retention(org: Organization, retention: str, by) -> None:
+    if retention != org.data_retention:
+        before, org.data_retention = org.data_retention, retention
+        org.save(update_fields=["data_retention"])
+        audit.record(
+            org, "settings.data_retention", by, before={"data_retention": before}, after={"data_retention": retention}
+        )

@@ -57,6 +57,13 @@ class Organization(models.Model):
     webhook_secret_rotated_at = models.DateTimeField(null=True, blank=True)
     # Where the organization's events go (usage alerts), signed with the webhook secret; empty: none.
     webhook_url = models.URLField(max_length=2000, blank=True)
+
+    class Retention(models.TextChoices):
+        STANDARD = "standard"  # texts kept with jobs and history, audio cached and stored as usual
+        OPTIONAL = "optional"  # a request may ask for zero retention (`"zero_retention": true`)
+        ZERO = "zero"  # every request: no input text and no audio kept anywhere once it is answered
+
+    data_retention = models.CharField(max_length=16, choices=Retention.choices, default=Retention.STANDARD)
     # API calls (REST and WebSocket) are refused from other addresses; empty: any address.
     allowed_ips = models.JSONField(default=list, blank=True, help_text="CIDR networks; empty: any address")
     created_at = models.DateTimeField(default=timezone.now)

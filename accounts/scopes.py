@@ -65,6 +65,7 @@ ROUTES: dict[str, str | None] = {
     "webhook-endpoint": "webhooks",
     "webhook-secret-rotate": "webhooks:write",
     "ip-allowlist": "organization",
+    "data-retention": "organization",
     "usage": "usage",
     "subscription": "billing",
     "audit-logs": "audit",

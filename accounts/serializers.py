@@ -8,7 +8,7 @@ from tts_saas.serializers import StrictSerializer
 
 from . import client_tokens
 from . import scopes as key_scopes
-from .models import KEY_SCHEME, ApiKey
+from .models import KEY_SCHEME, ApiKey, Organization
 from .network import parse_networks
 
 
@@ -252,3 +252,11 @@ class ClientTokenSerializer(serializers.Serializer):
     single_use = serializers.BooleanField()
     voice = serializers.CharField(allow_null=True)
     max_characters = serializers.IntegerField(allow_null=True)
+
+
+class DataRetentionSerializer(StrictSerializer):
+    data_retention = serializers.ChoiceField(
+        choices=Organization.Retention.choices,
+        help_text="standard: texts kept with jobs and history, audio cached; optional: a request may send "
+        '`"zero_retention": true`; zero: every request keeps no input text and no audio once answered.',
+    )

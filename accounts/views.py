@@ -30,6 +30,7 @@ from .serializers import (
     AuditQuerySerializer,
     ClientTokenCreateSerializer,
     ClientTokenSerializer,
+    DataRetentionSerializer,
     IpAllowlistSerializer,
     WebhookSecretSerializer,
 )
@@ -253,3 +254,28 @@ class ClientTokenViewSet(viewsets.GenericViewSet):
         response = Response(ClientTokenSerializer(body).data, status=status.HTTP_201_CREATED)
         response["Cache-Control"] = "no-store"
         return response
+
+
+class DataRetentionViewSet(viewsets.GenericViewSet):
+    """The caller's own organization's data retention."""
+
+    serializer_class = DataRetentionSerializer
+
+    def get_object(self):
+        return self.request.user.organization  # type: ignore[union-attr]  # the caller's own organization
+
+    @extend_schema(summary="The organization's data retention", responses={200: DataRetentionSerializer})
+    def retrieve(self, request):
+        return Response({"data_retention": request.user.organization.data_retention})
+
+    @extend_schema(
+        summary="Set the organization's data retention",
+        description="Applies to requests made from now on; what was kept before stays until its own retention ends.",
+        request=DataRetentionSerializer,
+        responses={200: DataRetentionSerializer, **error_responses({400: "Not a retention.", **ADMIN_ONLY})},
+    )
+    def update(self, request):
+        incoming = DataRetentionSerializer(data=request.data)
+        incoming.is_valid(raise_exception=True)
+        actions.set_data_retention(request.user.organization, incoming.validated_data["data_retention"], request.user)
+        return Response({"data_retention": request.user.organization.data_retention})

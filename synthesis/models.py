@@ -36,6 +36,8 @@ class Job(models.Model):
     continued = models.JSONField(default=list, blank=True)  # segments that continue the sentence before (one caption)
     params = models.JSONField(default=dict)  # the engine's row parameters (EngineSpec.params) as a dict
     cacheable = models.BooleanField(default=False)  # deterministic: a seed was given
+    # Zero retention: its texts are blanked when it ends, its audio neither cached nor stored on disk.
+    zero_retention = models.BooleanField(default=False)
     interactive = models.BooleanField(default=True)  # someone listens live: stream, latency first
     progress = models.FloatField(default=0.0)  # share of segments done
     idempotency_key = models.CharField(max_length=255, blank=True)

@@ -322,6 +322,7 @@ METRICS_TOKEN = envsecret("METRICS_TOKEN")  # empty: /metrics is open (keep it o
 TTS_STREAM_CHUNK_SECONDS = envfloat("TTS_STREAM_CHUNK_SECONDS", 0.5)  # audio per streamed chunk
 TTS_JOB_QUEUE_TIMEOUT = envfloat("TTS_JOB_QUEUE_TIMEOUT", 3600)  # async jobs may wait this long for a worker
 TTS_JOB_RETENTION_HOURS = envint("TTS_JOB_RETENTION_HOURS", 24 * 7)  # results and rows, then deleted
+TTS_ZERO_RETENTION_HOLD_SECONDS = envint("TTS_ZERO_RETENTION_HOLD_SECONDS", 3600)  # a zero-retention job's audio
 TTS_AUDIT_RETENTION_DAYS = envint("TTS_AUDIT_RETENTION_DAYS", 365)  # audit events, then deleted (daily)
 TTS_CALLBACK_MAX_ATTEMPTS = envint("TTS_CALLBACK_MAX_ATTEMPTS", 6)
 TTS_CALLBACK_BACKOFF_SECONDS = envfloat("TTS_CALLBACK_BACKOFF_SECONDS", 10)  # doubles each retry

@@ -12,6 +12,7 @@ from accounts.views import (
     ApiKeyViewSet,
     AuditLogViewSet,
     ClientTokenViewSet,
+    DataRetentionViewSet,
     IpAllowlistViewSet,
     WebhookSecretViewSet,
 )
@@ -67,6 +68,11 @@ v1 = [
     ),
     path("webhooks/secret", WebhookSecretViewSet.as_view({"get": "retrieve"}), name="webhook-secret"),
     path("webhooks/secret/rotate", WebhookSecretViewSet.as_view({"post": "rotate"}), name="webhook-secret-rotate"),
+    path(
+        "organization/data_retention",
+        DataRetentionViewSet.as_view({"get": "retrieve", "put": "update"}),
+        name="data-retention",
+    ),
     path(
         "organization/ip_allowlist",
         IpAllowlistViewSet.as_view({"get": "retrieve", "put": "update"}),

@@ -10,7 +10,7 @@ from django.shortcuts import redirect
 from django.views.decorators.http import require_POST
 
 from accounts import actions, audit, scopes
-from accounts.models import WEBHOOK_SECRET_GRACE, ApiKey
+from accounts.models import WEBHOOK_SECRET_GRACE, ApiKey, Organization
 from accounts.tenancy import scoped
 from billing import quota
 from billing.models import KeyQuotaPeriod
@@ -23,6 +23,7 @@ from ..keyforms import IpAllowlistForm, KeyForm
 ROTATE_WEBHOOK_SECRET = "rotate-webhook-secret"  # the rotate form's `action`: it posts to this page
 IP_ALLOWLIST = "ip-allowlist"
 WEBHOOK_ENDPOINT = "webhook-endpoint"
+DATA_RETENTION = "data-retention"
 NEW_KEY = "new_api_key"  # the session's one-time copy of a key just created
 
 
@@ -33,6 +34,8 @@ def keys(request):
         return _rotate_webhook_secret(request)
     if request.method == "POST" and request.POST.get("action") == WEBHOOK_ENDPOINT:
         return _set_webhook_endpoint(request)
+    if request.method == "POST" and request.POST.get("action") == DATA_RETENTION:
+        return _set_data_retention(request)
     posted = request.POST.get("action") if request.method == "POST" else None
     allowlist = IpAllowlistForm(
         request.POST if posted == IP_ALLOWLIST else None, initial={"allowed_ips": ", ".join(org.allowed_ips)}
@@ -85,6 +88,8 @@ def keys(request):
         previous_valid_until=org.previous_webhook_secret_valid_until(),
         rotate_action=ROTATE_WEBHOOK_SECRET,
         endpoint_action=WEBHOOK_ENDPOINT,
+        retention_action=DATA_RETENTION,
+        retentions=Organization.Retention.choices,
     )
 
 
@@ -96,6 +101,17 @@ def with_usage(keys) -> list[ApiKey]:
     for key in keys:
         key.used_this_month = used.get(key.pk, 0)
     return keys
+
+
+def _set_data_retention(request):
+    require_admin(request, "change data retention")
+    chosen = request.POST.get("data_retention", "")
+    if chosen not in Organization.Retention.values:
+        messages.error(request, "Choose standard, optional or zero retention.")
+    else:
+        actions.set_data_retention(request.principal.organization, chosen, request.user)
+        messages.info(request, f"Data retention: {Organization.Retention(chosen).label}, for requests from now on.")
+    return redirect("dashboard:keys")
 
 
 def _set_webhook_endpoint(request):

@@ -21,6 +21,7 @@ from synthesis.api.serializers import JobListSerializer, JobRequestSerializer, J
 from synthesis.api.speech import api_errors, audio_response
 from synthesis.audio import captions, streams
 from synthesis.audio import formats as audio
+from synthesis.audio.held import take_audio
 from synthesis.models import Job
 from synthesis.service.feed import JobAudioFeed
 from synthesis.service.jobs import Submission, cancel_job, request_digest
@@ -112,6 +113,7 @@ class CaptionsSerializer(serializers.Serializer):
                 {
                     404: "No such job in this organization, or its audio is not stored.",
                     409: "The job has not succeeded.",
+                    410: "A zero-retention job's audio was handed out already, or its hour ran out.",
                 }
             ),
         }
@@ -179,9 +181,21 @@ class JobViewSet(mixins.RetrieveModelMixin, TenantScopedViewSet):
         job = self.get_object()
         if job.status != Job.Status.SUCCEEDED:
             raise ApiError(409, f"The job is {job.status}; its audio exists once it has succeeded.", "job_not_ready")
+        spec = audio.output_format(job.response_format)
+        if job.zero_retention:
+            data = take_audio(job.id)
+            if data is None:
+                raise ApiError(
+                    410,
+                    "Under zero retention a job's audio is handed out once, within an hour of its end: it is gone.",
+                    "audio_gone",
+                )
+            response = HttpResponse(data, content_type=spec.content_type)
+            response["Content-Disposition"] = f'attachment; filename="{job.id}.{spec.extension}"'
+            response["Cache-Control"] = "no-store"
+            return response
         if not job.result:
             raise ApiError(404, "This job's audio is not stored (interactive jobs are not kept).", "no_result")
-        spec = audio.output_format(job.response_format)
         return FileResponse(
             job.result.open("rb"), content_type=spec.content_type, filename=f"{job.id}.{spec.extension}"
         )
@@ -199,6 +213,8 @@ class JobViewSet(mixins.RetrieveModelMixin, TenantScopedViewSet):
         job = self.get_object()
         if job.status != Job.Status.SUCCEEDED:
             raise ApiError(409, f"The job is {job.status}; its captions exist once it has succeeded.", "job_not_ready")
+        if job.zero_retention:
+            raise ApiError(404, "Under zero retention a job's captions (its text) are not kept.", "no_result")
         body = captions.render([captions.Caption.from_dict(c) for c in job.captions], fmt)
         if isinstance(body, dict):
             return Response({"object": "captions", "job_id": str(job.id), **body})

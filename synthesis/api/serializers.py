@@ -53,6 +53,12 @@ class SpeechRequestSerializer(serializers.Serializer):
         "mp3_44100_128). When both are sent they must name the same codec; output_format then decides.",
     )
     speed = SpeedField(required=False, default=1.0)
+    zero_retention = serializers.BooleanField(
+        required=False,
+        default=False,
+        help_text="Keep no input text and no audio once the request is answered (no cache, no history text, an "
+        "asynchronous job's audio handed out once). Where the organization allows it; always on where it requires it.",
+    )
     instructions = StrictCharField(
         required=False,
         allow_blank=True,

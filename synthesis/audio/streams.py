@@ -42,6 +42,19 @@ def publish(job_id, event_type: str, keep: int | None = None, **fields) -> None:
     pipe.execute()
 
 
+def forget(job_id, within: int = 0) -> None:
+    """A zero-retention job's stream (its captions hold its text, its events its audio): deleted
+    now, or within `within` seconds (a reader may still be reading it)."""
+    if within:
+        get_redis().expire(stream_key(job_id), within)
+    else:
+        get_redis().delete(stream_key(job_id))
+
+
+async def aforget(job_id) -> None:
+    await get_async_redis().delete(stream_key(job_id))
+
+
 def restart(job_id, lost_attempt: int) -> None:
     """Begin the job's stream again after run `lost_attempt` was lost: a later reader sees only the
     new run (readers already reading see `restart`: new entry ids are greater than the old ones),

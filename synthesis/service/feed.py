@@ -43,6 +43,7 @@ class JobAudioFeed:
         after: str = "0-0",
         caption_texts: tuple[str, ...] = (),
         engine: str = "",
+        forget: bool = False,
     ):
         self.job_id = str(job_id)
         self.engine = engine  # whose workers' progress tells a busy queue from a dead one
@@ -58,6 +59,7 @@ class JobAudioFeed:
         self.chunks_read = 0  # audio events passed on: the next one's `seq`
         self.captions: list[Caption] = []
         self.caption_texts = caption_texts  # the texts this reader's captions show, by segment (else the job's)
+        self.forget = forget  # zero retention: the stream is deleted once this reader has read its end
 
     async def _waited_too_long(self, began: float, began_at: float) -> ApiError | None:
         """Why a job that has not started is given up now, or None to go on waiting."""
@@ -122,6 +124,8 @@ class JobAudioFeed:
                 yield caption
             elif event.type == "end":
                 self.end = {k: v.decode() for k, v in event.fields.items()}
+                if self.forget:
+                    await streams.aforget(self.job_id)
                 return
             elif event.type == "restart":
                 # The worker was lost and the job queued again. Audio already passed on cannot be
@@ -139,6 +143,8 @@ class JobAudioFeed:
                 self.captions = []  # the new run's segments come again
                 self.chunks_read = 0
             elif event.type == "error":
+                if self.forget:
+                    await streams.aforget(self.job_id)
                 raise ApiError(int(event.text("status", "500")), event.text("message"), event.text("code"))
 
     def truncated(self) -> ApiError:

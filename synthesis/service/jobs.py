@@ -109,6 +109,7 @@ def submit_job(
                 continued=sorted(speech.text.continued),
                 params=asdict(speech.params),
                 cacheable=speech.cacheable,
+                zero_retention=speech.zero_retention,
                 characters=speech.characters,
                 quota_period=period,
                 lease=lease,
@@ -140,6 +141,10 @@ def submit_job(
     return job
 
 
+# What a zero-retention job keeps of its texts once it ends: nothing (the worker has them until then).
+FORGOTTEN = {"input": "", "segments": [], "caption_texts": [], "captions": []}
+
+
 def settle_job(
     job: Job,
     status: str,
@@ -163,6 +168,11 @@ def settle_job(
         rows = Job.objects.filter(pk=job.pk, status=from_status)
         if from_status == Job.Status.RUNNING:
             rows = rows.filter(attempts=job.attempts)  # a run the job was taken from settles nothing
+        changes: dict = {"progress": 1.0} if status == Job.Status.SUCCEEDED else {}
+        if captions is not None:
+            changes["captions"] = captions
+        if job.zero_retention:
+            changes.update(FORGOTTEN)
         moved = rows.update(
             status=status,
             finished_at=now,
@@ -171,8 +181,7 @@ def settle_job(
             error_message=error_message,
             model_version=model_version,
             cache_key=cache_key,
-            **({"progress": 1.0} if status == Job.Status.SUCCEEDED else {}),
-            **({"captions": captions} if captions is not None else {}),
+            **changes,
         )
         if moved and job.quota_period:
             ledger.settle(
@@ -248,6 +257,8 @@ def fail_job(job: Job, status: int, code: str, message: str, *, final: str = Job
     if not settle_job(job, final, error_code=code, error_message=message, **settle):
         return False
     streams.publish_error(job.id, status, code, message)
+    if job.zero_retention:  # its readers delete it once they have read the error
+        streams.forget(job.id, within=60)
     return True
 
 

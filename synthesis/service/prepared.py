@@ -10,6 +10,7 @@ from typing import Any
 
 from django.conf import settings
 
+from accounts.models import Organization
 from billing import offer as engines
 from billing.limits import Limits
 from inference.spec import EngineSpec
@@ -34,6 +35,7 @@ class PreparedSpeech:
     # The segments as sent, where lexicons changed what is spoken (captions show these); else empty.
     caption_texts: tuple[str, ...] = ()
     free: bool = False  # a voice's preview: generated and cached like any request, billed nothing
+    zero_retention: bool = False  # nothing of its text or audio is kept once it is answered
 
     @property
     def cache_text(self) -> str:
@@ -99,6 +101,7 @@ def prepare_speech(
     """Check the text for the model, split it, apply the organization's pronunciation lexicons to
     each segment and fix every generation parameter (database and CPU work: call in a thread)."""
     spec = engines.spec_for(data["model"])
+    zero = zero_retention(organization, bool(data.get("zero_retention")))
     try:
         text = spec.prepare(data["input"], live)
     except TextError as exc:
@@ -121,7 +124,7 @@ def prepare_speech(
     seed = data.get("seed")
     if seed is None and settings.TTS_DEFAULT_SEED != "":
         seed = int(settings.TTS_DEFAULT_SEED)
-    cacheable = cacheable and (seed is not None or spec.deterministic)
+    cacheable = cacheable and not zero and (seed is not None or spec.deterministic)
     if seed is None:
         seed = secrets.randbelow(2**31)
     voice = resolve_voice(organization, data["voice"], spec)
@@ -137,4 +140,22 @@ def prepare_speech(
         characters=characters,
         caption_texts=shown,
         free=free,
+        zero_retention=zero,
     )
+
+
+def zero_retention(organization, asked: bool) -> bool:
+    """Whether a request keeps nothing: always where the organization requires it, on request where
+    it allows it; asking where it does not is a 403 (the request would otherwise be kept)."""
+    retention = organization.data_retention
+    if retention == Organization.Retention.ZERO:
+        return True
+    if asked and retention != Organization.Retention.OPTIONAL:
+        raise ApiError(
+            403,
+            "Your organization does not allow zero retention per request: an owner or admin can allow it "
+            "(PUT /v1/organization/data_retention).",
+            "zero_retention_not_allowed",
+            "zero_retention",
+        )
+    return asked

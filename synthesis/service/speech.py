@@ -189,7 +189,12 @@ def feed_of(job: Job, speech: PreparedSpeech, how: Submission) -> JobAudioFeed:
     """The live audio of the request's job (an idempotent replay's job has its own seed)."""
     seed = job.params.get("seed", speech.seed)
     return JobAudioFeed(
-        job.id, seed=seed, characters=speech.characters, deadline=how.queue_deadline, engine=speech.spec.name
+        job.id,
+        seed=seed,
+        characters=speech.characters,
+        deadline=how.queue_deadline,
+        engine=speech.spec.name,
+        forget=speech.zero_retention,
     )
 
 

@@ -26,12 +26,14 @@ from inference.spec import SAMPLE_RATE
 from synthesis.audio import cache, streams
 from synthesis.audio.captions import Caption, Word
 from synthesis.audio.formats import StreamEncoder, output_format, wav_header
+from synthesis.audio.held import hold_audio
 from synthesis.models import Job
 from synthesis.service import capacity
 from synthesis.service.jobs import fail_job, run_limit, settle_job
 from synthesis.worker import metrics as worker_metrics
 
 logger = logging.getLogger(__name__)
+ZERO_RETENTION_GRACE = 60  # seconds a zero-retention stream outlives its end for a slow live reader
 
 STOP_CHECK_SECONDS = 0.2  # how often a running job looks for a cancel request
 PROGRESS_SECONDS = 0.5  # how often a busy worker says so (waiting requests then keep waiting)
@@ -208,7 +210,9 @@ class JobRun:
 
     def _store(self) -> None:
         """The job's file, encoded from the spooled audio a block at a time (a long job's audio is
-        never all in memory), saved with Django's storage."""
+        never all in memory), saved with Django's storage; a zero-retention job's is held in Redis
+        instead, until its first download (at most TTS_ZERO_RETENTION_HOLD_SECONDS), never on disk
+        (the encoder's temporary files have no name)."""
         job = self.job
         spec = output_format(job.response_format)
         with tempfile.TemporaryFile() as body, tempfile.TemporaryFile() as whole:
@@ -225,7 +229,10 @@ class JobRun:
                 shutil.copyfileobj(body, whole)
                 out = whole
             out.seek(0)
-            job.result.save(f"{job.id}.{spec.extension}", File(out), save=False)
+            if job.zero_retention:
+                hold_audio(job.id, out.read())
+            else:
+                job.result.save(f"{job.id}.{spec.extension}", File(out), save=False)
 
     def fail(self, status: int, code: str, message: str) -> None:
         if not self.finished:
@@ -274,7 +281,8 @@ class JobRun:
         if not job.interactive:  # the stored file is what the client comes back for
             try:
                 self._store()
-                Job.objects.filter(pk=job.pk).update(result=job.result.name)
+                if not job.zero_retention:
+                    Job.objects.filter(pk=job.pk).update(result=job.result.name)
             except Exception:
                 logger.exception("could not store a job's audio", extra={"job_id": str(job.id)})
                 fail_job(
@@ -298,6 +306,8 @@ class JobRun:
         streams.publish(
             job.id, "end", samples=self.position, audio_seconds=f"{audio_seconds:.3f}", characters=job.characters
         )
+        if job.zero_retention:  # a live reader deletes it once it has read the end; nobody waits on a job's
+            streams.forget(job.id, within=ZERO_RETENTION_GRACE if job.interactive else 0)
         capacity.record_job_seconds(self.job.model, time.monotonic() - self.started)
         logger.info(
             "job succeeded",
