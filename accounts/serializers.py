@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from django.utils import timezone
-from drf_spectacular.utils import extend_schema_serializer
+from drf_spectacular.utils import extend_schema_field, extend_schema_serializer
 from rest_framework import serializers
 
 from tts_saas.serializers import StrictSerializer
@@ -183,6 +183,11 @@ class WebhookSecretSerializer(serializers.Serializer):
     )
 
 
+@extend_schema_field({"type": ["object", "null"], "additionalProperties": True})
+class ChangeField(serializers.JSONField):
+    """What changed, before or after: an object, or null where the action has no such side."""
+
+
 class AuditEventSerializer(serializers.Serializer):
     id = serializers.SerializerMethodField()
     object = serializers.SerializerMethodField()
@@ -191,8 +196,8 @@ class AuditEventSerializer(serializers.Serializer):
     actor = serializers.SerializerMethodField()
     ip = serializers.IPAddressField(allow_null=True)
     target = serializers.CharField(help_text='what it was done to, e.g. "key:AbC123…", "member:ann@example.com"')
-    before = serializers.JSONField(allow_null=True)
-    after = serializers.JSONField(allow_null=True)
+    before = ChangeField(allow_null=True)
+    after = ChangeField(allow_null=True)
 
     def get_id(self, event) -> str:
         return f"{AUDIT_ID_PREFIX}{event.pk}"

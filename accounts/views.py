@@ -53,6 +53,15 @@ NO_KEY = {404: "No API key with that id in this organization."}
         },
     ),
     retrieve=extend_schema(responses={200: ApiKeySerializer, **error_responses({**ADMIN_ONLY, **NO_KEY})}),
+    partial_update=extend_schema(
+        summary="Change an API key",
+        description="Only the fields sent change; from the key's next request (an open WebSocket: its next utterance).",
+        request=ApiKeyUpdateSerializer,
+        responses={
+            200: ApiKeySerializer,
+            **error_responses({400: "A field is not valid.", **ADMIN_ONLY, **NO_KEY}),
+        },
+    ),
     destroy=extend_schema(
         summary="Revoke an API key",
         description="The key is refused from then on; the response is the key as revoked.",
@@ -103,6 +112,16 @@ class ApiKeyViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, TenantScop
         actions.update_key(key, request.user, dict(incoming.validated_data))
         return Response(ApiKeySerializer(key).data)
 
+    @extend_schema(
+        summary="Rotate an API key's secret",
+        description="A new secret (`key`, in this response only) for the same key: its id, scopes, limits and "
+        "this month's counters stay; the old secret is refused at once.",
+        request=None,
+        responses={
+            200: ApiKeyCreatedSerializer,
+            **error_responses({**ADMIN_ONLY, **NO_KEY, 409: "The key is revoked or expired."}),
+        },
+    )
     def rotate(self, request, key_id: str):
         refuse_any_body(request)
         key = self.get_object()

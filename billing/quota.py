@@ -128,10 +128,13 @@ def _take_both(org: Organization, characters: int, limit: int, now: datetime | N
     _row(org, period_start(now))  # the month's rows exist before (and whatever) the takes
     if key is not None:
         _key_row(key, period_start(now))
-    with transaction.atomic():  # the key's share is given back if the organization's is refused
+    # Rows are locked in one order everywhere (the organization's, then the key's: commit and refund
+    # too), so that concurrent takes and settlements never wait on each other in a circle.
+    with transaction.atomic():  # the organization's share is given back if the key's is refused
+        start = _take(org, characters, limit, now, column)
         if key is not None:
             _take_key(key, characters, now, column)
-        return _take(org, characters, limit, now, column)
+        return start
 
 
 def reserve(org: Organization, characters: int, limit: int, now: datetime | None = None, key=None) -> date:

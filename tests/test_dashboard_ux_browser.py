@@ -228,6 +228,8 @@ MEMBER_PAGES = (
     "/dashboard/usage",
     "/dashboard/usage?metric=requests&days=7",
     "/dashboard/history",
+    "/dashboard/audit",
+    "/dashboard/audit?action=key.",
     "/dashboard/members",
     "/dashboard/docs",
     "/dashboard/billing/",

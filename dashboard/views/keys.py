@@ -37,8 +37,10 @@ def keys(request):
     if request.method == "POST" and request.POST.get("action") == DATA_RETENTION:
         return _set_data_retention(request)
     posted = request.POST.get("action") if request.method == "POST" else None
-    allowlist = IpAllowlistForm(
-        request.POST if posted == IP_ALLOWLIST else None, initial={"allowed_ips": ", ".join(org.allowed_ips)}
+    allowlist = IpAllowlistForm(  # prefixed: the key form has a field of that name too
+        request.POST if posted == IP_ALLOWLIST else None,
+        initial={"allowed_ips": ", ".join(org.allowed_ips)},
+        prefix="org",
     )
     if posted == IP_ALLOWLIST:
         require_admin(request, "change the IP allowlist")
