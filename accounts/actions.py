@@ -22,6 +22,7 @@ from .keys import (
     rotate_key,
     set_data_retention,
     set_ip_allowlist,
+    set_webhook_endpoint,
     update_key,
 )
 from .models import Invitation, Membership, Organization, _invitation_token, _new_webhook_secret
@@ -34,6 +35,7 @@ __all__ = [
     "rotate_key",
     "set_data_retention",
     "set_ip_allowlist",
+    "set_webhook_endpoint",
     "update_key",
 ]
 

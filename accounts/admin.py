@@ -63,13 +63,8 @@ class ApiKeyAdmin(admin.ModelAdmin):
         self.message_user(request, f"{len(keys)} key(s) revoked.")
 
 
-@admin.register(AuditEvent)
-class AuditEventAdmin(admin.ModelAdmin):
-    """Read only: events are appended by the product, never edited."""
-
-    list_display = ("created_at", "organization", "action", "actor_type", "actor_label", "ip", "target")
-    list_filter = ("action", "actor_type")
-    search_fields = ("organization__name", "actor_label", "target")
+class ReadOnlyAdmin(admin.ModelAdmin):
+    """Records nobody edits here: the audit log, the ledger, Stripe's events, meter reports."""
 
     def has_add_permission(self, request) -> bool:
         return False
@@ -79,3 +74,10 @@ class AuditEventAdmin(admin.ModelAdmin):
 
     def has_delete_permission(self, request, obj=None) -> bool:
         return False
+
+
+@admin.register(AuditEvent)
+class AuditEventAdmin(ReadOnlyAdmin):
+    list_display = ("created_at", "organization", "action", "actor_type", "actor_label", "ip", "target")
+    list_filter = ("action", "actor_type")
+    search_fields = ("organization__name", "actor_label", "target")

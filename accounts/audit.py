@@ -119,6 +119,14 @@ def record(
     )
 
 
+def record_changes(org: Organization, action: str, before: dict, after: dict, by=CURRENT, **context) -> None:
+    """Record `action` with the fields whose values differ, before and after; nothing if none do."""
+    changed = [field for field in after if after[field] != before.get(field)]
+    if changed:
+        was, now = {f: before.get(f) for f in changed}, {f: after[f] for f in changed}
+        record(org, action, by, before=was, after=now, **context)
+
+
 def events(
     org: Organization,
     *,

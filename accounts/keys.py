@@ -53,17 +53,7 @@ def update_key(key: ApiKey, by, changes: dict) -> ApiKey:
         setattr(key, field, sorted(value) if field == "scopes" else value)
     key.kind = ApiKey.kind_of(key.scopes)
     key.save(update_fields=["kind", *changes])
-    after = _terms(key)
-    changed = [field for field in after if after[field] != before[field]]
-    if changed:
-        audit.record(
-            key.organization,
-            "key.updated",
-            by,
-            target=f"key:{key.prefix}",
-            before={f: before[f] for f in changed},
-            after={f: after[f] for f in changed},
-        )
+    audit.record_changes(key.organization, "key.updated", before, _terms(key), by, target=f"key:{key.prefix}")
     return key
 
 
@@ -108,3 +98,10 @@ def set_data_retention(org: Organization, retention: str, by) -> None:
         audit.record(
             org, "settings.data_retention", by, before={"data_retention": before}, after={"data_retention": retention}
         )
+
+
+def set_webhook_endpoint(org: Organization, url: str, by) -> None:
+    """Where the organization's events go (checked by the caller: synthesis.service.callbacks)."""
+    before, org.webhook_url = org.webhook_url, url
+    org.save(update_fields=["webhook_url"])
+    audit.record_changes(org, "webhook_endpoint.updated", {"url": before}, {"url": url}, by)

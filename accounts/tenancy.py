@@ -19,6 +19,13 @@ def scoped(model, organization):
     return model.objects.filter(organization=organization)
 
 
+class OwnOrganizationViewSet(viewsets.GenericViewSet):
+    """Settings of the caller's own organization (there is no id to ask for another's)."""
+
+    def get_object(self):
+        return cast(Principal, self.request.user).organization
+
+
 class TenantScopedViewSet(viewsets.GenericViewSet):
     model: ClassVar[type[models.Model]]  # the tenant-owned model (with an `organization` foreign key)
 

@@ -34,7 +34,7 @@ from .serializers import (
     IpAllowlistSerializer,
     WebhookSecretSerializer,
 )
-from .tenancy import TenantScopedViewSet
+from .tenancy import OwnOrganizationViewSet, TenantScopedViewSet
 
 KEY_ID = re.compile(rf"[A-Za-z0-9]{{{PREFIX_LENGTH}}}")  # a key's public id: its prefix
 
@@ -169,13 +169,10 @@ class WebhookSecretViewSet(viewsets.GenericViewSet):
         return response
 
 
-class IpAllowlistViewSet(viewsets.GenericViewSet):
+class IpAllowlistViewSet(OwnOrganizationViewSet):
     """The caller's own organization's IP allowlist."""
 
     serializer_class = IpAllowlistSerializer
-
-    def get_object(self):
-        return self.request.user.organization  # type: ignore[union-attr]  # the caller's own organization
 
     @extend_schema(
         summary="The organization's IP allowlist",
@@ -275,13 +272,10 @@ class ClientTokenViewSet(viewsets.GenericViewSet):
         return response
 
 
-class DataRetentionViewSet(viewsets.GenericViewSet):
+class DataRetentionViewSet(OwnOrganizationViewSet):
     """The caller's own organization's data retention."""
 
     serializer_class = DataRetentionSerializer
-
-    def get_object(self):
-        return self.request.user.organization  # type: ignore[union-attr]  # the caller's own organization
 
     @extend_schema(summary="The organization's data retention", responses={200: DataRetentionSerializer})
     def retrieve(self, request):

@@ -5,7 +5,7 @@ from django.contrib import admin, messages
 from django.utils import timezone
 from django.utils.html import format_html
 
-from accounts.admin import OrganizationAdmin
+from accounts.admin import OrganizationAdmin, ReadOnlyAdmin
 from accounts.models import Organization
 
 from . import metering, reconcile, stripe_events
@@ -51,19 +51,6 @@ admin.site.unregister(Organization)
 @admin.register(Organization)
 class OrganizationBillingAdmin(OrganizationAdmin):
     inlines = [SubscriptionInline, QuotaPeriodInline]
-
-
-class ReadOnlyAdmin(admin.ModelAdmin):
-    """Records nobody edits here: the ledger, Stripe's events, meter reports."""
-
-    def has_add_permission(self, request) -> bool:
-        return False
-
-    def has_change_permission(self, request, obj=None) -> bool:
-        return False
-
-    def has_delete_permission(self, request, obj=None) -> bool:
-        return False
 
 
 @admin.register(UsageEvent)

@@ -30,16 +30,6 @@ def _changed(sender, instance: Subscription, created: bool, **kwargs) -> None:
     if created or stored is None:
         return
     plan, terms = stored
-    if instance.plan.slug != plan:
-        audit.record(
-            instance.organization, "billing.plan_changed", before={"plan": plan}, after={"plan": instance.plan.slug}
-        )
-    now = _terms(instance)
-    changed = [field for field in WATCHED if now[field] != terms[field]]
-    if changed:
-        audit.record(
-            instance.organization,
-            "billing.limits_changed",
-            before={f: terms[f] for f in changed},
-            after={f: now[f] for f in changed},
-        )
+    org = instance.organization
+    audit.record_changes(org, "billing.plan_changed", {"plan": plan}, {"plan": instance.plan.slug})
+    audit.record_changes(org, "billing.limits_changed", terms, _terms(instance))

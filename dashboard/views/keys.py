@@ -9,7 +9,7 @@ from django.http import Http404
 from django.shortcuts import redirect
 from django.views.decorators.http import require_POST
 
-from accounts import actions, audit, scopes
+from accounts import actions, scopes
 from accounts.models import WEBHOOK_SECRET_GRACE, ApiKey, Organization
 from accounts.tenancy import scoped
 from billing import quota
@@ -122,10 +122,9 @@ def _set_webhook_endpoint(request):
     incoming = WebhookEndpointSerializer(data={"url": request.POST.get("url", "")})
     if not incoming.is_valid():
         messages.error(request, f"Webhook endpoint not saved: {incoming.errors['url'][0]}")
-    elif (url := incoming.validated_data["url"]) != org.webhook_url:
-        before, org.webhook_url = org.webhook_url, url
-        org.save(update_fields=["webhook_url"])
-        audit.record(org, "webhook_endpoint.updated", request.user, before={"url": before}, after={"url": url})
+    else:
+        url = incoming.validated_data["url"]
+        actions.set_webhook_endpoint(org, url, request.user)
         messages.info(request, "Webhook endpoint saved." if url else "Webhook endpoint removed: no events are sent.")
     return redirect("dashboard:keys")
 

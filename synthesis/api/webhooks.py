@@ -5,10 +5,11 @@ only): a tenant's endpoint must not reach into the operator's network."""
 from __future__ import annotations
 
 from drf_spectacular.utils import extend_schema
-from rest_framework import serializers, viewsets
+from rest_framework import serializers
 from rest_framework.response import Response
 
-from accounts import audit
+from accounts import actions
+from accounts.tenancy import OwnOrganizationViewSet
 from synthesis.service.callbacks import url_problem
 from tts_saas.errors import error_responses
 from tts_saas.serializers import StrictSerializer
@@ -31,11 +32,8 @@ class WebhookEndpointSerializer(StrictSerializer):
         return value
 
 
-class WebhookEndpointViewSet(viewsets.GenericViewSet):
+class WebhookEndpointViewSet(OwnOrganizationViewSet):
     serializer_class = WebhookEndpointSerializer
-
-    def get_object(self):
-        return self.request.user.organization  # type: ignore[union-attr]  # the caller's own organization
 
     @extend_schema(summary="The organization's event endpoint", responses={200: WebhookEndpointSerializer})
     def retrieve(self, request):
@@ -54,9 +52,6 @@ class WebhookEndpointViewSet(viewsets.GenericViewSet):
     def update(self, request):
         incoming = WebhookEndpointSerializer(data=request.data)
         incoming.is_valid(raise_exception=True)
-        org, url = request.user.organization, incoming.validated_data["url"]
-        if url != org.webhook_url:
-            before, org.webhook_url = org.webhook_url, url
-            org.save(update_fields=["webhook_url"])
-            audit.record(org, "webhook_endpoint.updated", request.user, before={"url": before}, after={"url": url})
+        org = request.user.organization
+        actions.set_webhook_endpoint(org, incoming.validated_data["url"], request.user)
         return Response({"url": org.webhook_url})
