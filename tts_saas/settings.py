@@ -186,6 +186,8 @@ SPECTACULAR_SETTINGS = {
         "ListObjectEnum": ["list"],
         "JobObjectEnum": ["job"],
         "AudioFormatEnum": "synthesis.audio.formats.ALL_FORMATS",
+        "ApiKeyKindEnum": [("standard", "Standard"), ("admin", "Admin"), ("restricted", "Restricted")],
+        "KeyPresetEnum": ["standard", "admin"],
     },
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
@@ -229,6 +231,7 @@ CELERY_WORKER_PROC_ALIVE_TIMEOUT = envint("TTS_MODEL_LOAD_TIMEOUT", 900)
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_WORKER_CONSUMER = "tts_saas.celery:Consumer"  # reconnects after every broker loss (see there)
+DEFAULT_Q = {"queue": "default"}
 CELERY_BEAT_SCHEDULE = {
     # A killed worker's jobs go to a live one within TTS_WORKER_HEARTBEAT_TTL + this.
     "rescue-lost-jobs": {
@@ -238,16 +241,8 @@ CELERY_BEAT_SCHEDULE = {
     },
     "reap-stale-jobs": {"task": "synthesis.tasks.reap_stale_jobs", "schedule": 60.0, "options": {"queue": "default"}},
     "delete-old-jobs": {"task": "synthesis.tasks.delete_old_jobs", "schedule": 3600.0, "options": {"queue": "default"}},
-    "check-usage-alerts": {
-        "task": "synthesis.tasks.check_usage_alerts",
-        "schedule": 60.0,
-        "options": {"queue": "default", "expires": 50},
-    },
-    "expire-audit-events": {
-        "task": "accounts.tasks.expire_audit_events",
-        "schedule": 86400.0,
-        "options": {"queue": "default"},
-    },
+    "check-usage-alerts": {"task": "synthesis.tasks.check_usage_alerts", "schedule": 60.0, "options": DEFAULT_Q},
+    "expire-audit-events": {"task": "accounts.tasks.expire_audit_events", "schedule": 86400.0, "options": DEFAULT_Q},
     # Billing (does nothing unless STRIPE_SECRET_KEY is set).
     "report-usage": {
         "task": "billing.tasks.report_usage",

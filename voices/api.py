@@ -3,7 +3,7 @@ WebUI reads, creating the organization's voices, reading and deleting one."""
 
 from __future__ import annotations
 
-from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_serializer
+from drf_spectacular.utils import OpenApiParameter, PolymorphicProxySerializer, extend_schema, extend_schema_serializer
 from rest_framework import serializers, status
 from rest_framework.decorators import api_view, authentication_classes, parser_classes, permission_classes
 from rest_framework.parsers import MultiPartParser
@@ -47,6 +47,27 @@ class OwnVoiceSerializer(serializers.ModelSerializer):
 
     def get_object(self, voice) -> str:
         return "voice"
+
+
+class BuiltinVoiceSerializer(serializers.Serializer):
+    """A model's built-in voice, read by name (`GET /v1/audio/voices/{name}?model=`)."""
+
+    id = serializers.CharField()
+    object = serializers.ChoiceField(choices=["voice"])
+    name = serializers.CharField()
+    description = serializers.CharField()
+    model = serializers.CharField()
+    language = serializers.CharField()
+    source = serializers.ChoiceField(choices=["builtin"])  # type: ignore[assignment]  # a field named source
+    voice = serializers.CharField(help_text="The engine's own voice this name is.")
+    created_at = serializers.DateTimeField(allow_null=True)
+
+
+A_VOICE = PolymorphicProxySerializer(
+    component_name="AnyVoice",
+    serializers=[OwnVoiceSerializer, BuiltinVoiceSerializer],
+    resource_type_field_name=None,
+)
 
 
 class AudioVoiceSerializer(serializers.Serializer):
@@ -139,7 +160,7 @@ def own_voice(org, voice_id: str) -> Voice:
     methods=["GET"],
     operation_id="audio_voice_retrieve",
     parameters=[MODEL_PARAMETER],
-    responses={200: OwnVoiceSerializer, **error_responses({404: "No voice with that id in this organization."})},
+    responses={200: A_VOICE, **error_responses({404: "No voice with that id in this organization."})},
 )
 @extend_schema(
     methods=["DELETE"],
