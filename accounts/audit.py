@@ -5,7 +5,6 @@ recorded from Django's auth signals. Reading: `events` with filters and a cursor
 from __future__ import annotations
 
 import ipaddress
-import logging
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -21,8 +20,6 @@ from django.utils import timezone
 from tts_saas.request_id import actor_var, client_address_var
 
 from .models import ApiKey, AuditEvent, Membership, Organization
-
-logger = logging.getLogger(__name__)
 
 # What is recorded, in the words the dashboard shows.
 ACTIONS = {

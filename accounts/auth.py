@@ -32,6 +32,11 @@ class Principal:
 
     is_authenticated = True  # lets DRF's IsAuthenticated accept it as request.user
 
+    @property
+    def key_id(self) -> int | None:
+        """The key the request is billed to (a client token's: the key that minted it)."""
+        return self.api_key.pk if self.api_key is not None else None
+
 
 def check_active(org: Organization) -> None:
     if org.is_suspended:
@@ -48,14 +53,13 @@ def check_address(org: Organization, key: ApiKey | None, address: str | None) ->
             raise ApiError(403, f"Calls from {address} are not allowed by {whose} IP allowlist.", "ip_not_allowed")
 
 
-def principal_for_key(key: ApiKey, address: str | None = None, *, check_ip: bool = True) -> Principal:
+def principal_for_key(key: ApiKey, address: str | None = None) -> Principal:
     """The caller behind a key already identified (by its secret, or by a WebSocket ticket),
     calling from `address`."""
     if not key.is_usable():
         raise ApiError(401, "This API key has been revoked or has expired.", "invalid_api_key")
     check_active(key.organization)
-    if check_ip:
-        check_address(key.organization, key, address)
+    check_address(key.organization, key, address)
     key.touch()
     return Principal(
         organization=key.organization,
@@ -151,9 +155,13 @@ def authenticate_ticket(ticket: str, address: str | None = None) -> Principal:
     )
     if membership is None:
         raise ApiError(401, "This ticket's member has left the organization.", "invalid_ticket")
-    principal = principal_for_member(membership)
-    check_address(principal.organization, None, address)
-    return principal
+    return _member_calling(membership, address)
+
+
+def _member_calling(membership: Membership, address: str | None) -> Principal:
+    """A member on the API (a ticket's WebSocket): their organization's allowlist applies."""
+    check_address(membership.organization, None, address)
+    return principal_for_member(membership)
 
 
 def refresh(principal: Principal, address: str | None = None) -> Principal:
@@ -174,9 +182,7 @@ def refresh(principal: Principal, address: str | None = None) -> Principal:
     )
     if membership is None:
         raise ApiError(401, "You are no longer a member of this organization.", "invalid_ticket")
-    principal = principal_for_member(membership)
-    check_address(principal.organization, None, address)
-    return principal
+    return _member_calling(membership, address)
 
 
 def issue_ticket(principal: Principal) -> str:

@@ -26,10 +26,11 @@ local n = tonumber(ARGV[1])
 if left < n then return -2 end
 return redis.call('HINCRBY', KEYS[1], 'left', -n)
 """
-# A single-use token is read and deleted in one step: two requests racing with it cannot both win.
+# A token's terms in one step, a single-use one deleted as it is read: two requests racing with it
+# cannot both win.
 _TAKE = """
 local fields = redis.call('HGETALL', KEYS[1])
-if #fields > 0 and ARGV[1] == '1' then redis.call('DEL', KEYS[1]) end
+if redis.call('HGET', KEYS[1], 'single_use') == '1' then redis.call('DEL', KEYS[1]) end
 return fields
 """
 
@@ -86,8 +87,8 @@ def mint(
     return raw, token
 
 
-def _take(token_id: str, single_use: bool) -> dict[str, str]:
-    flat = get_redis().eval(_TAKE, 1, _redis_key(token_id), "1" if single_use else "0")
+def _take(token_id: str) -> dict[str, str]:
+    flat = get_redis().eval(_TAKE, 1, _redis_key(token_id))
     return {_text(flat[i]): _text(flat[i + 1]) for i in range(0, len(flat), 2)}
 
 
@@ -100,9 +101,7 @@ def redeem(raw: str) -> ClientToken | None:
     if not raw.startswith(PREFIX) or len(raw) > 80:
         return None
     token_id = _id(raw)
-    fields = _take(token_id, single_use=False)
-    if fields.get("single_use") == "1":
-        fields = _take(token_id, single_use=True)  # the race for it: one request wins
+    fields = _take(token_id)
     if not fields:
         return None
     token = ClientToken(

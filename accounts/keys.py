@@ -26,8 +26,7 @@ def set_ip_allowlist(org: Organization, networks: list[str], caller: str | None,
         )
     before, org.allowed_ips = org.allowed_ips, networks
     org.save(update_fields=["allowed_ips"])
-    if before != networks:
-        audit.record(org, "ip_allowlist.updated", by, before={"allowed_ips": before}, after={"allowed_ips": networks})
+    audit.record_changes(org, "ip_allowlist.updated", {"allowed_ips": before}, {"allowed_ips": networks}, by)
 
 
 EDITABLE = ("name", "scopes", "allowed_ips", "monthly_character_cap", "requests_per_minute")
@@ -92,12 +91,9 @@ def hand_over_keys(org: Organization, leaver, keys_to: str, acting: Membership) 
 
 
 def set_data_retention(org: Organization, retention: str, by) -> None:
-    if retention != org.data_retention:
-        before, org.data_retention = org.data_retention, retention
-        org.save(update_fields=["data_retention"])
-        audit.record(
-            org, "settings.data_retention", by, before={"data_retention": before}, after={"data_retention": retention}
-        )
+    before, org.data_retention = org.data_retention, retention
+    org.save(update_fields=["data_retention"])
+    audit.record_changes(org, "settings.data_retention", {"data_retention": before}, {"data_retention": retention}, by)
 
 
 def set_webhook_endpoint(org: Organization, url: str, by) -> None:

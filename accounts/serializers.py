@@ -61,24 +61,25 @@ class ApiKeyListSerializer(serializers.Serializer):
     data = ApiKeySerializer(many=True)  # type: ignore[assignment]
 
 
-class ScopesField(serializers.ListField):
+class ParsedListField(serializers.ListField):
+    """A list of strings read by `parse` (its ValueError is the field's error)."""
+
     child = serializers.CharField()
+    parse = staticmethod(lambda values: values)
 
     def to_internal_value(self, data):
         try:
-            return key_scopes.parse(data)
+            return self.parse(data)
         except ValueError as exc:
             raise serializers.ValidationError(str(exc)) from None
 
 
-class NetworksField(serializers.ListField):
-    child = serializers.CharField()
+class ScopesField(ParsedListField):
+    parse = staticmethod(key_scopes.parse)
 
-    def to_internal_value(self, data):
-        try:
-            return parse_networks(data)
-        except ValueError as exc:
-            raise serializers.ValidationError(str(exc)) from None
+
+class NetworksField(ParsedListField):
+    parse = staticmethod(parse_networks)
 
 
 def cap_field():

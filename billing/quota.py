@@ -81,60 +81,41 @@ class QuotaExceeded(Exception):
         )
 
 
-def _row(org: Organization, start: date) -> None:
-    if not QuotaPeriod.objects.filter(organization=org, period_start=start).exists():
+def _ensure_row(model, start: date, **owner) -> None:
+    """The month's row of `owner` (an organization's `QuotaPeriod`, a key's `KeyQuotaPeriod`)."""
+    if not model.objects.filter(period_start=start, **owner).exists():
         try:
             with transaction.atomic():
-                QuotaPeriod.objects.create(organization=org, period_start=start)
+                model.objects.create(period_start=start, **owner)
         except IntegrityError:  # another request created it first
             pass
 
 
-def _take(org: Organization, characters: int, limit: int, now: datetime | None, column: str) -> date:
-    """Add `characters` to `column` ("reserved" or "used") if used + reserved stays within
-    `limit`: one conditional UPDATE, so concurrent callers can never overshoot."""
-    start = period_start(now)
-    _row(org, start)
-    taken = QuotaPeriod.objects.filter(
-        organization=org, period_start=start, used__lte=limit - characters - F("reserved")
-    ).update(**{column: F(column) + characters})
+def _take(model, start: date, characters: int, limit: int, column: str, key: str | None = None, **owner) -> None:
+    """Add `characters` to `column` ("reserved" or "used") of `owner`'s month row if used +
+    reserved stays within `limit`: one conditional UPDATE, so concurrent callers can never
+    overshoot. QuotaExceeded names `key` when it is a key's own cap that refused."""
+    taken = model.objects.filter(period_start=start, used__lte=limit - characters - F("reserved"), **owner).update(
+        **{column: F(column) + characters}
+    )
     if not taken:
-        row = QuotaPeriod.objects.get(organization=org, period_start=start)
-        raise QuotaExceeded(row.used + row.reserved, limit, characters, next_reset(start))
-    return start
-
-
-def _key_row(key, start: date) -> None:
-    if not KeyQuotaPeriod.objects.filter(api_key=key, period_start=start).exists():
-        try:
-            with transaction.atomic():
-                KeyQuotaPeriod.objects.create(api_key=key, period_start=start)
-        except IntegrityError:
-            pass
-
-
-def _take_key(key, characters: int, now: datetime | None, column: str) -> None:
-    start = period_start(now)
-    cap = key.monthly_character_cap if key.monthly_character_cap is not None else UNCAPPED
-    taken = KeyQuotaPeriod.objects.filter(
-        api_key=key, period_start=start, used__lte=cap - characters - F("reserved")
-    ).update(**{column: F(column) + characters})
-    if not taken:
-        row = KeyQuotaPeriod.objects.get(api_key=key, period_start=start)
-        raise QuotaExceeded(row.used + row.reserved, cap, characters, next_reset(start), key=key.prefix)
+        row = model.objects.get(period_start=start, **owner)
+        raise QuotaExceeded(row.used + row.reserved, limit, characters, next_reset(start), key=key)
 
 
 def _take_both(org: Organization, characters: int, limit: int, now: datetime | None, column: str, key) -> date:
-    _row(org, period_start(now))  # the month's rows exist before (and whatever) the takes
+    start = period_start(now)
+    _ensure_row(QuotaPeriod, start, organization=org)  # the month's rows exist before (and whatever) the takes
     if key is not None:
-        _key_row(key, period_start(now))
+        _ensure_row(KeyQuotaPeriod, start, api_key=key)
     # Rows are locked in one order everywhere (the organization's, then the key's: commit and refund
     # too), so that concurrent takes and settlements never wait on each other in a circle.
     with transaction.atomic():  # the organization's share is given back if the key's is refused
-        start = _take(org, characters, limit, now, column)
+        _take(QuotaPeriod, start, characters, limit, column, organization=org)
         if key is not None:
-            _take_key(key, characters, now, column)
-        return start
+            cap = key.monthly_character_cap if key.monthly_character_cap is not None else UNCAPPED
+            _take(KeyQuotaPeriod, start, characters, cap, column, key=key.prefix, api_key=key)
+    return start
 
 
 def reserve(org: Organization, characters: int, limit: int, now: datetime | None = None, key=None) -> date:
@@ -159,12 +140,6 @@ def refund(org_id: int, start: date, characters: int, key_id: int | None = None)
     QuotaPeriod.objects.filter(organization_id=org_id, period_start=start).update(reserved=F("reserved") - characters)
     if key_id is not None:
         KeyQuotaPeriod.objects.filter(api_key_id=key_id, period_start=start).update(reserved=F("reserved") - characters)
-
-
-def key_usage(key, now: datetime | None = None) -> int:
-    """Characters `key` has used and holds this month."""
-    row = KeyQuotaPeriod.objects.filter(api_key=key, period_start=period_start(now)).first()
-    return row.used + row.reserved if row else 0
 
 
 def usage(org: Organization, now: datetime | None = None) -> tuple[int, int, datetime]:

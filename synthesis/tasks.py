@@ -138,34 +138,38 @@ def reap_stale_jobs() -> dict[str, int]:
 
 
 class CallbackNotDelivered(Exception):
-    """The receiver did not answer 2xx (the attempt is recorded on the job): Celery retries."""
+    """The receiver (a job's callback URL, an organization's event endpoint) did not answer 2xx:
+    Celery retries."""
 
 
 # Celery's own retry policy: attempt n+1 waits a random time up to BACKOFF * 2**n seconds (full
 # jitter, so receivers coming back up are not hit by every job at once; Celery rounds the factor
 # to whole seconds, at least 1), at most TTS_CALLBACK_MAX_ATTEMPTS attempts in all.
-@shared_task(
-    bind=True,
-    name="synthesis.tasks.deliver_callback",
-    acks_late=True,
-    autoretry_for=(CallbackNotDelivered,),
-    max_retries=max(0, settings.TTS_CALLBACK_MAX_ATTEMPTS - 1),
-    retry_backoff=settings.TTS_CALLBACK_BACKOFF_SECONDS,
-    retry_jitter=True,
-)
-def deliver_callback(self, job_id: str) -> bool:
-    if callbacks.deliver(job_id):
+RETRIED_DELIVERY = {
+    "bind": True,
+    "acks_late": True,
+    "autoretry_for": (CallbackNotDelivered,),
+    "max_retries": max(0, settings.TTS_CALLBACK_MAX_ATTEMPTS - 1),
+    "retry_backoff": settings.TTS_CALLBACK_BACKOFF_SECONDS,
+    "retry_jitter": True,
+}
+
+
+def delivered_or_retried(task, delivered: bool, what: str, **extra) -> bool:
+    """True when delivered; else a retry (raised), or False once the attempts are spent: returned
+    rather than raised, a given-up delivery is the receiver's failure, not the task's."""
+    if delivered:
         return True
-    attempts = self.request.retries + 1
-    if attempts > self.max_retries:
-        # Returned rather than raised: a given-up callback is the receiver's failure, not the task's.
-        logger.warning("callback given up after %d attempts", attempts, extra={"job_id": job_id})
+    attempts = task.request.retries + 1
+    if attempts > task.max_retries:
+        logger.warning("%s given up after %d attempts", what, attempts, extra=extra)
         return False
-    raise CallbackNotDelivered(job_id)
+    raise CallbackNotDelivered(what)
 
 
-class AlertNotDelivered(Exception):
-    """The organization's endpoint did not answer 2xx to a usage alert: Celery retries."""
+@shared_task(name="synthesis.tasks.deliver_callback", **RETRIED_DELIVERY)
+def deliver_callback(self, job_id: str) -> bool:
+    return delivered_or_retried(self, callbacks.deliver(job_id), "callback", job_id=job_id)
 
 
 @shared_task(name="synthesis.tasks.check_usage_alerts")
@@ -178,22 +182,9 @@ def check_usage_alerts() -> int:
     return len(found)
 
 
-@shared_task(
-    bind=True,
-    name="synthesis.tasks.deliver_usage_alert",
-    acks_late=True,
-    autoretry_for=(AlertNotDelivered,),
-    max_retries=max(0, settings.TTS_CALLBACK_MAX_ATTEMPTS - 1),
-    retry_backoff=settings.TTS_CALLBACK_BACKOFF_SECONDS,
-    retry_jitter=True,
-)
+@shared_task(name="synthesis.tasks.deliver_usage_alert", **RETRIED_DELIVERY)
 def deliver_usage_alert(self, alert_id: int) -> bool:
-    if alerts.deliver(alert_id):
-        return True
-    if self.request.retries >= self.max_retries:
-        logger.warning("usage alert given up", extra={"alert_id": alert_id})
-        return False
-    raise AlertNotDelivered(alert_id)
+    return delivered_or_retried(self, alerts.deliver(alert_id), "usage alert", alert_id=alert_id)
 
 
 @shared_task(name="synthesis.tasks.email_usage_alert")

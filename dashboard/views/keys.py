@@ -30,13 +30,9 @@ NEW_KEY = "new_api_key"  # the session's one-time copy of a key just created
 @member_required
 def keys(request):
     org = request.principal.organization
-    if request.method == "POST" and request.POST.get("action") == ROTATE_WEBHOOK_SECRET:
-        return _rotate_webhook_secret(request)
-    if request.method == "POST" and request.POST.get("action") == WEBHOOK_ENDPOINT:
-        return _set_webhook_endpoint(request)
-    if request.method == "POST" and request.POST.get("action") == DATA_RETENTION:
-        return _set_data_retention(request)
     posted = request.POST.get("action") if request.method == "POST" else None
+    if posted in SETTINGS:  # the page's other forms post here, each with its `action`
+        return SETTINGS[posted](request)
     allowlist = IpAllowlistForm(  # prefixed: the key form has a field of that name too
         request.POST if posted == IP_ALLOWLIST else None,
         initial={"allowed_ips": ", ".join(org.allowed_ips)},
@@ -97,9 +93,9 @@ def keys(request):
 
 def with_usage(keys) -> list[ApiKey]:
     """The keys, each with the characters it used this month (`used_this_month`)."""
-    start = quota.period_start()
-    used = dict(KeyQuotaPeriod.objects.filter(period_start=start).values_list("api_key_id", "used"))
     keys = list(keys)
+    this_month = KeyQuotaPeriod.objects.filter(period_start=quota.period_start(), api_key__in=keys)
+    used = dict(this_month.values_list("api_key_id", "used"))
     for key in keys:
         key.used_this_month = used.get(key.pk, 0)
     return keys
@@ -139,6 +135,13 @@ def _rotate_webhook_secret(request):
         "signature with each): switch your receivers to the new one within that time.",
     )
     return redirect("dashboard:keys")
+
+
+SETTINGS = {
+    ROTATE_WEBHOOK_SECRET: _rotate_webhook_secret,
+    WEBHOOK_ENDPOINT: _set_webhook_endpoint,
+    DATA_RETENTION: _set_data_retention,
+}
 
 
 @require_POST

@@ -42,6 +42,9 @@ def publish(job_id, event_type: str, keep: int | None = None, **fields) -> None:
     pipe.execute()
 
 
+ZERO_RETENTION_GRACE = 60  # seconds a zero-retention stream outlives its end for a slow live reader
+
+
 def forget(job_id, within: int = 0) -> None:
     """A zero-retention job's stream (its captions hold its text, its events its audio): deleted
     now, or within `within` seconds (a reader may still be reading it)."""

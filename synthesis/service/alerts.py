@@ -6,7 +6,6 @@ e-mail to the organization's owners and admins, once."""
 from __future__ import annotations
 
 import json
-import logging
 
 from django.conf import settings
 from django.core.mail import send_mail
@@ -16,8 +15,6 @@ from billing.alerts import payload
 from billing.models import UsageAlert
 
 from .callbacks import attempt, signature_headers
-
-logger = logging.getLogger(__name__)
 
 
 def message_id(alert: UsageAlert) -> str:

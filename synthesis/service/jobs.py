@@ -93,7 +93,7 @@ def submit_job(
     except quota.QuotaExceeded as exc:
         raise exc.error(limits) from exc
     data = speech.data
-    key_id = principal.api_key.pk if principal.api_key else None
+    key_id = principal.key_id
     try:
         with transaction.atomic():
             job = Job.objects.create(
@@ -258,7 +258,7 @@ def fail_job(job: Job, status: int, code: str, message: str, *, final: str = Job
         return False
     streams.publish_error(job.id, status, code, message)
     if job.zero_retention:  # its readers delete it once they have read the error
-        streams.forget(job.id, within=60)
+        streams.forget(job.id, within=streams.ZERO_RETENTION_GRACE)
     return True
 
 

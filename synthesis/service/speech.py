@@ -239,7 +239,7 @@ async def share(
             reserved=characters,
             billed=characters,
             status=UsageEvent.Status.SUCCEEDED,
-            api_key_id=principal.api_key.pk if principal.api_key else None,
+            api_key_id=principal.key_id,
             request_id=request_id,
             audio_seconds=audio_seconds,
             model=speech.spec.name,
@@ -249,7 +249,7 @@ async def share(
         )
 
     def refund() -> None:
-        quota.refund(org.pk, period, characters, principal.api_key.pk if principal.api_key else None)
+        quota.refund(org.pk, period, characters, principal.key_id)
 
     return SharedFeed(
         job_id,

@@ -33,7 +33,6 @@ from synthesis.service.jobs import fail_job, run_limit, settle_job
 from synthesis.worker import metrics as worker_metrics
 
 logger = logging.getLogger(__name__)
-ZERO_RETENTION_GRACE = 60  # seconds a zero-retention stream outlives its end for a slow live reader
 
 STOP_CHECK_SECONDS = 0.2  # how often a running job looks for a cancel request
 PROGRESS_SECONDS = 0.5  # how often a busy worker says so (waiting requests then keep waiting)
@@ -307,7 +306,7 @@ class JobRun:
             job.id, "end", samples=self.position, audio_seconds=f"{audio_seconds:.3f}", characters=job.characters
         )
         if job.zero_retention:  # a live reader deletes it once it has read the end; nobody waits on a job's
-            streams.forget(job.id, within=ZERO_RETENTION_GRACE if job.interactive else 0)
+            streams.forget(job.id, within=streams.ZERO_RETENTION_GRACE if job.interactive else 0)
         capacity.record_job_seconds(self.job.model, time.monotonic() - self.started)
         logger.info(
             "job succeeded",
