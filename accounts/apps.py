@@ -8,4 +8,4 @@ class AccountsConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from . import audit  # noqa: F401, PLC0415  (connects the sign-in signals)
+        from . import audit, mfa, sso  # noqa: F401, PLC0415  (connect the sign-in and second-factor signals)

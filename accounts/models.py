@@ -66,6 +66,7 @@ class Organization(models.Model):
     data_retention = models.CharField(max_length=16, choices=Retention.choices, default=Retention.STANDARD)
     # API calls (REST and WebSocket) are refused from other addresses; empty: any address.
     allowed_ips = models.JSONField(default=list, blank=True, help_text="CIDR networks; empty: any address")
+    require_mfa = models.BooleanField(default=False)  # members add a second factor before using the dashboard
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
@@ -298,3 +299,6 @@ class AuditEvent(models.Model):
         if self.pk is not None:
             raise TypeError("Audit events are append-only.")
         super().save(*args, **kwargs)
+
+
+from .sso_models import SsoConnection  # noqa: E402, F401 (a model of this app)

@@ -20,7 +20,7 @@ AREAS = {
     "billing": "the subscription and its plan",
     "keys": "API keys: list (read), create and revoke (write)",
     "webhooks": "the webhook signing secret: read, rotate (write)",
-    "organization": "the organization's settings: its IP allowlist",
+    "organization": "the organization's settings: IP allowlist, data retention, single sign-on, second factors",
     "audit": "the audit log",
     "tokens": "short-lived client tokens",
 }
@@ -66,6 +66,9 @@ ROUTES: dict[str, str | None] = {
     "webhook-secret-rotate": "webhooks:write",
     "ip-allowlist": "organization",
     "data-retention": "organization",
+    "sso": "organization",
+    "sso-verify": "organization:write",
+    "require-mfa": "organization",
     "usage": "usage",
     "subscription": "billing",
     "audit-logs": "audit",

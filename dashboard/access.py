@@ -5,13 +5,18 @@ from __future__ import annotations
 
 import functools
 
+from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.utils import timezone
+from django.utils.http import urlencode
 
 from accounts.auth import check_active, principal_for_member
+from accounts.mfa import second_factor_missing
 from accounts.models import Membership
+from accounts.sso import sso_required_for
 from billing.limits import subscription_for
 from billing.models import BillingStatus
 from billing.stripe_events import grace_ends
@@ -30,8 +35,12 @@ def current_membership(request) -> tuple[Membership | None, list[Membership]]:
     return current, memberships
 
 
-def member_required(view):
-    """Sets `request.membership`, `request.memberships` and `request.principal`."""
+def member_required(view=None, *, gated: bool = True):
+    """Sets `request.membership`, `request.memberships` and `request.principal`. Gated (all pages
+    but switching organization): a member whose organization requires single sign-on is sent to
+    its provider, and one whose organization requires a second factor to add one."""
+    if view is None:
+        return functools.partial(member_required, gated=gated)
 
     @login_required
     @functools.wraps(view)
@@ -39,6 +48,13 @@ def member_required(view):
         membership, memberships = current_membership(request)
         if membership is None:
             return redirect("dashboard:signup")
+        org = membership.organization
+        if gated and sso_required_for(membership, request.session):
+            messages.info(request, f"{org.name} requires single sign-on: continue with its identity provider.")
+            return redirect(f"{reverse('sso-start')}?{urlencode({'email': request.user.email})}")
+        if gated and second_factor_missing(membership, request.session):
+            messages.info(request, f"{org.name} requires a second factor: add an authenticator app or a passkey.")
+            return redirect("mfa_index")
         request.membership, request.memberships = membership, memberships
         request.principal = principal_for_member(membership, active=False)  # a suspended org still reads
         actor_var.set(request.user)  # for the audit log

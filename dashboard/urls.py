@@ -13,6 +13,7 @@ from .views import (
     lexicons,
     overview,
     playground,
+    security,
     team,
     usage,
     voices,
@@ -51,6 +52,7 @@ urlpatterns = [
     path("jobs", jobs.jobs, name="jobs"),  # now History
     path("jobs/<uuid:job_id>/audio", history.job_audio, name="job-audio"),
     path("history/<int:event_id>/audio", history.hit_audio, name="hit-audio"),
+    path("security", security.security, name="security"),
     path("audit", audit.audit_log, name="audit"),
     path("audit.csv", audit.audit_csv, name="audit-csv"),
     path("docs", docs.docs, name="docs"),

@@ -8,6 +8,8 @@ import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
 from .env import envbool, envfloat, envint, envsecret, envstr
+from .identity_settings import *  # noqa: F403 (allauth: single sign-on, second factors)
+from .identity_settings import IDENTITY_APPS, IDENTITY_MIDDLEWARE
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(envstr("TTS_VAR_DIR", str(BASE_DIR / "var")))
@@ -40,6 +42,7 @@ INSTALLED_APPS = [
     "voices",
     "synthesis",
     "dashboard",
+    *IDENTITY_APPS,
 ]
 
 MIDDLEWARE = [
@@ -55,6 +58,7 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    IDENTITY_MIDDLEWARE,
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from allauth.account.views import reauthenticate
 from django.contrib import admin
+from django.contrib.auth.views import LogoutView, PasswordChangeView
 from django.urls import include, path
 from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularJSONAPIView, SpectacularRedocView
 from rest_framework.permissions import AllowAny
 
+from accounts.identity_views import RequireMfaViewSet, SsoConnectionViewSet
 from accounts.views import (
     ApiKeyViewSet,
     AuditLogViewSet,
@@ -20,6 +23,7 @@ from billing.views import UsageViewSet, stripe_webhook, subscription
 from dashboard.throttles import posted, throttled
 from dashboard.views.account import password_reset, sign_in
 from dashboard.views.operations import operations
+from dashboard.views.sso import provider_callback, provider_login, sso_start
 from synthesis.api import discovery, jobs, speech, webhooks
 from tts_saas.metrics import metrics_view
 from tts_saas.views import health
@@ -78,6 +82,13 @@ v1 = [
         IpAllowlistViewSet.as_view({"get": "retrieve", "put": "update"}),
         name="ip-allowlist",
     ),
+    path(
+        "organization/sso",
+        SsoConnectionViewSet.as_view({"get": "retrieve", "put": "update", "delete": "destroy"}),
+        name="sso",
+    ),
+    path("organization/sso/verify_domain", SsoConnectionViewSet.as_view({"post": "verify_domain"}), name="sso-verify"),
+    path("organization/mfa", RequireMfaViewSet.as_view({"get": "retrieve", "put": "update"}), name="require-mfa"),
     path("tokens", ClientTokenViewSet.as_view({"post": "create"}), name="tokens"),
     path("audit_logs", AuditLogViewSet.as_view({"get": "list"}), name="audit-logs"),
     path("usage", UsageViewSet.as_view({"get": "list"}), name="usage"),
@@ -94,6 +105,20 @@ v1 = [
     ),
 ]
 
+# Single sign-on and second factors (django-allauth; only these of its pages are mounted). allauth's
+# pages name the sign-in and sign-out by its own URL names: they are the dashboard's.
+identity = [
+    path("login/", sign_in, name="account_login"),
+    path("logout/", LogoutView.as_view(), name="account_logout"),
+    path("password_change/", PasswordChangeView.as_view(), name="account_change_password"),
+    path("reauthenticate/", reauthenticate, name="account_reauthenticate"),
+    path("sso/", sso_start, name="sso-start"),
+    path("sso/<str:provider_id>/login/", provider_login, name="openid_connect_login"),
+    path("sso/<str:provider_id>/login/callback/", provider_callback, name="openid_connect_callback"),
+    path("2fa/", include("allauth.mfa.urls")),
+    path("social/", include("allauth.socialaccount.urls")),
+]
+
 urlpatterns = [
     path("v1/", include(v1)),
     path("healthz", health),
@@ -105,6 +130,7 @@ urlpatterns = [
     path("accounts/login/", sign_in, name="login"),  # throttled; the rest are Django's own
     path("accounts/password_reset/", password_reset, name="password_reset"),
     path("accounts/", include("django.contrib.auth.urls")),
+    path("accounts/", include(identity)),
     path("dashboard/", include("dashboard.urls")),
     path("", RedirectView.as_view(pattern_name="dashboard:overview", permanent=False)),
 ]

@@ -3,6 +3,8 @@ organization, accepting an invitation."""
 
 from __future__ import annotations
 
+from allauth.account.internal.flows.login import perform_password_login
+from allauth.account.models import Login
 from django.contrib import messages
 from django.contrib.auth import login
 from django.contrib.auth import views as auth_views
@@ -20,8 +22,20 @@ from ..throttles import posted, throttled
 
 BACKEND = "accounts.backends.CaseInsensitiveEmailBackend"  # the one in settings.AUTHENTICATION_BACKENDS
 
+
+class SignInView(auth_views.LoginView):
+    """Django's sign-in form; a checked password goes on through allauth's login flow, which asks
+    for a second factor when the user has one (and records how the session was signed in, for
+    the re-authentication asked before second factors change)."""
+
+    def form_valid(self, form):
+        user = form.get_user()
+        login = Login(user=user, redirect_url=self.get_success_url(), email_verification="none")
+        return perform_password_login(self.request, {"email": user.email}, login)
+
+
 sign_in = throttled("login", ("ip", "TTS_LOGIN_RATE"), (posted("username"), "TTS_LOGIN_ACCOUNT_RATE"))(
-    auth_views.LoginView.as_view()
+    SignInView.as_view()
 )
 password_reset = throttled("reset", ("ip", "TTS_PASSWORD_RESET_RATE"), (posted("email"), "TTS_PASSWORD_RESET_RATE"))(
     auth_views.PasswordResetView.as_view()
@@ -43,7 +57,7 @@ def signup(request):
 
 
 @require_POST
-@member_required
+@member_required(gated=False)  # a member held at one organization's gate can still go to another
 def switch(request):
     try:
         chosen = int(request.POST.get("organization", 0))

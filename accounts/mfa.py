@@ -1,0 +1,57 @@
+"""Second factors (django-allauth's MFA: TOTP, WebAuthn/passkeys, recovery codes): an organization
+may require one of its members; adding and removing one is in the audit log of each of the
+member's organizations, and so is a failed second-factor check."""
+
+from __future__ import annotations
+
+from allauth.mfa.models import Authenticator
+from allauth.mfa.signals import authentication_failed, authenticator_added, authenticator_removed
+from allauth.mfa.utils import is_mfa_enabled
+from django.dispatch import receiver
+
+from . import audit
+from .models import Membership, Organization
+from .sso import SESSION_SSO_ORGS
+
+FACTORS = [Authenticator.Type.TOTP, Authenticator.Type.WEBAUTHN]  # recovery codes back these up
+
+
+def second_factor_missing(membership: Membership, session) -> bool:
+    """The organization requires a second factor and this member has none. A session that came
+    through the organization's own identity provider is the provider's to check."""
+    if not membership.organization.require_mfa:
+        return False
+    if membership.organization_id in session.get(SESSION_SSO_ORGS, []):
+        return False
+    return not is_mfa_enabled(membership.user, types=FACTORS)
+
+
+def set_require_mfa(org: Organization, required: bool, by) -> None:
+    if org.require_mfa == required:
+        return
+    Organization.objects.filter(pk=org.pk).update(require_mfa=required)
+    audit.record(org, "settings.require_mfa", by, before=org.require_mfa, after=required)
+    org.require_mfa = required
+
+
+def _each_org(user, action: str, request, authenticator) -> None:
+    ip = request.META.get("REMOTE_ADDR") if request is not None else None
+    for membership in Membership.objects.filter(user=user).select_related("organization"):
+        audit.record(membership.organization, action, user, target=f"mfa:{authenticator.type}", ip=ip)
+
+
+@receiver(authenticator_added)
+def _added(sender, request, user, authenticator, **kwargs) -> None:
+    _each_org(user, "mfa.added", request, authenticator)
+
+
+@receiver(authenticator_removed)
+def _removed(sender, request, user, authenticator, **kwargs) -> None:
+    _each_org(user, "mfa.removed", request, authenticator)
+
+
+@receiver(authentication_failed)
+def _failed(sender, request, user, **kwargs) -> None:
+    ip = request.META.get("REMOTE_ADDR") if request is not None else None
+    for membership in Membership.objects.filter(user=user).select_related("organization"):
+        audit.record(membership.organization, "signin.failed", None, target=f"mfa:{user.email}", ip=ip)

@@ -1,0 +1,114 @@
+"""Security: every member's own second factors (allauth's pages), and for owners and admins the
+organization's single sign-on (provider, domain proof, requiring it) and second-factor rule."""
+
+from __future__ import annotations
+
+from allauth.mfa.models import Authenticator
+from django import forms
+from django.contrib import messages
+from django.shortcuts import redirect
+from django.urls import reverse
+
+from accounts import mfa, sso
+from accounts.identity_serializers import DOMAIN, ROLES
+from accounts.models import SsoConnection
+
+from ..access import member_required, page, require_admin
+
+CONNECT = "sso"
+VERIFY = "verify-domain"
+DISCONNECT = "disconnect-sso"
+REQUIRE_MFA = "require-mfa"
+
+
+class SsoForm(forms.Form):
+    issuer = forms.URLField(max_length=500, help_text="Its discovery document is at /.well-known/openid-configuration.")
+    client_id = forms.CharField(max_length=255, label="Client ID")
+    client_secret = forms.CharField(
+        max_length=500,
+        required=False,
+        widget=forms.PasswordInput(attrs={"autocomplete": "off"}),
+        help_text="Kept when left empty.",
+    )
+    domain = forms.CharField(max_length=253, label="E-mail domain", help_text="e.g. example.com")
+    default_role = forms.ChoiceField(choices=ROLES, label="Role of a new member")
+    group_roles = forms.CharField(
+        required=False,
+        label="Groups that make admins",
+        help_text="Names in the provider's groups claim, separated by commas.",
+    )
+    enforced = forms.BooleanField(
+        required=False, label="Require single sign-on of members (owners keep their password sign-in)"
+    )
+
+    def clean_domain(self):
+        domain = self.cleaned_data["domain"].strip().lower()
+        if not DOMAIN.match(domain):
+            raise forms.ValidationError("Not a domain name, e.g. example.com.")
+        return domain
+
+    def settings(self) -> dict:
+        data = dict(self.cleaned_data)
+        admins = [g.strip() for g in data.pop("group_roles").split(",") if g.strip()]
+        return {**data, "group_roles": dict.fromkeys(admins, "admin"), "group_claim": "groups"}
+
+
+class RequireMfaForm(forms.Form):
+    require_mfa = forms.BooleanField(required=False, label="Require a second factor of every member")
+
+
+def _initial(connection: SsoConnection | None) -> dict | None:
+    if connection is None:
+        return None
+    admins = ", ".join(g for g, role in connection.group_roles.items() if role == "admin")
+    fields = ("issuer", "client_id", "domain", "default_role", "enforced")
+    return {**{f: getattr(connection, f) for f in fields}, "group_roles": admins}
+
+
+@member_required
+def security(request):
+    org = request.principal.organization
+    connection = SsoConnection.objects.filter(organization=org).first()
+    posted = request.POST.get("action") if request.method == "POST" else None
+    sso_form = SsoForm(request.POST if posted == CONNECT else None, initial=_initial(connection))
+    mfa_form = RequireMfaForm(initial={"require_mfa": org.require_mfa})
+    if posted:
+        require_admin(request, "change the organization's sign-in rules")
+    try:
+        if posted == CONNECT and sso_form.is_valid():
+            sso.save_connection(org, sso_form.settings(), request.user)
+            messages.info(request, "Single sign-on saved.")
+            return redirect("dashboard:security")
+        if posted == VERIFY and connection is not None:
+            sso.verify_domain(connection)
+            messages.info(request, f"{connection.domain} is proven: its people can sign in through your provider.")
+            return redirect("dashboard:security")
+    except sso.SsoProblem as exc:
+        if posted == CONNECT:
+            sso_form.add_error(None, str(exc))
+        else:
+            messages.error(request, str(exc))
+    if posted == DISCONNECT:
+        sso.delete_connection(org, request.user)
+        messages.info(request, "Single sign-on removed: members sign in with their passwords.")
+        return redirect("dashboard:security")
+    if posted == REQUIRE_MFA:
+        mfa.set_require_mfa(org, bool(request.POST.get("require_mfa")), request.user)
+        messages.info(request, "Second-factor rule saved.")
+        return redirect("dashboard:security")
+    factors = Authenticator.objects.filter(user=request.user).values_list("type", flat=True)
+    callback = (
+        request.build_absolute_uri(reverse("openid_connect_callback", kwargs={"provider_id": connection.provider_id}))
+        if connection
+        else ""
+    )
+    return page(
+        request,
+        "security.html",
+        "security",
+        connection=connection,
+        callback=callback,
+        sso_form=sso_form,
+        mfa_form=mfa_form,
+        factors=sorted({Authenticator.Type(t).label for t in factors}),
+    )

@@ -1,0 +1,52 @@
+"""Sign-in beyond a password: single sign-on by OpenID Connect (each organization its own identity
+provider) and second factors (TOTP, WebAuthn/passkeys, recovery codes), both by django-allauth.
+
+Passwords stay with the dashboard's own sign-in view (throttled, case-insensitive e-mail); it hands
+the checked user to allauth's login flow, which asks for a second factor when the user has one.
+allauth's own sign-up and password pages are not mounted: accounts are made by sign-up, invitation
+or an organization's single sign-on (accounts/sso.py)."""
+
+from __future__ import annotations
+
+from .env import envbool, envint, envstr
+
+IDENTITY_APPS = [
+    "django.contrib.sites",  # allauth's social app model refers to sites; one site (SITE_ID)
+    "allauth",
+    "allauth.account",
+    "allauth.socialaccount",
+    "allauth.socialaccount.providers.openid_connect",
+    "allauth.mfa",
+]
+IDENTITY_MIDDLEWARE = "allauth.account.middleware.AccountMiddleware"
+SITE_ID = 1
+
+ACCOUNT_ADAPTER = "accounts.sso.AccountAdapter"
+SOCIALACCOUNT_ADAPTER = "accounts.sso.SsoAdapter"
+ACCOUNT_LOGIN_METHODS = {"email"}
+ACCOUNT_SIGNUP_FIELDS = ["email*", "password1*"]
+ACCOUNT_USER_MODEL_USERNAME_FIELD = "username"  # the e-mail address, lower case (accounts.actions)
+ACCOUNT_EMAIL_VERIFICATION = "none"  # invitations prove an address; SSO: the proven domain's provider
+ACCOUNT_RATE_LIMITS = {"login": None, "login_failed": None}  # the sign-in view throttles (TTS_LOGIN_*)
+ACCOUNT_REAUTHENTICATION_TIMEOUT = 600  # seconds since a sign-in before changing second factors asks again
+# An organization's provider is trusted for the addresses of the domain it proved (accounts/sso.py):
+# an existing account with that address is signed in, and a new one is made just in time.
+SOCIALACCOUNT_AUTO_SIGNUP = True
+SOCIALACCOUNT_EMAIL_AUTHENTICATION = True
+SOCIALACCOUNT_EMAIL_AUTHENTICATION_AUTO_CONNECT = True
+SOCIALACCOUNT_EMAIL_VERIFICATION = "none"
+SOCIALACCOUNT_QUERY_EMAIL = True
+SOCIALACCOUNT_STORE_TOKENS = False  # nothing is called on the provider after sign-in
+SOCIALACCOUNT_OPENID_CONNECT_URL_PREFIX = "sso"
+
+MFA_SUPPORTED_TYPES = ["totp", "webauthn", "recovery_codes"]
+MFA_TOTP_ISSUER = envstr("TTS_PRODUCT_NAME", "tts_saas")
+MFA_PASSKEY_LOGIN_ENABLED = False  # passkeys are a second factor here, after the password
+# WebAuthn needs a secure origin: https, or http://localhost in development and tests.
+MFA_WEBAUTHN_ALLOW_INSECURE_ORIGIN = envbool("TTS_WEBAUTHN_ALLOW_INSECURE_ORIGIN", False)
+
+# Domain proof: the TXT record is looked up with these resolvers (empty: the system's).
+TTS_DNS_NAMESERVERS = [s for s in envstr("TTS_DNS_NAMESERVERS").split(",") if s]
+TTS_DNS_PORT = envint("TTS_DNS_PORT", 53)
+# Identity providers on loopback or private addresses (tests, an in-house provider on the LAN).
+TTS_SSO_ALLOW_PRIVATE = envbool("TTS_SSO_ALLOW_PRIVATE", False)
