@@ -19,6 +19,11 @@ CONNECT = "sso"
 VERIFY = "verify-domain"
 DISCONNECT = "disconnect-sso"
 REQUIRE_MFA = "require-mfa"
+FACTOR_NAMES = {
+    Authenticator.Type.TOTP: "an authenticator app",
+    Authenticator.Type.WEBAUTHN: "a passkey or security key",
+    Authenticator.Type.RECOVERY_CODES: "recovery codes",
+}
 
 
 class SsoForm(forms.Form):
@@ -110,5 +115,5 @@ def security(request):
         callback=callback,
         sso_form=sso_form,
         mfa_form=mfa_form,
-        factors=sorted({Authenticator.Type(t).label for t in factors}),
+        factors=[label for kind, label in FACTOR_NAMES.items() if kind in set(factors)],
     )
