@@ -12,7 +12,7 @@ from tts_saas.serializers import StrictSerializer
 from .sso import JOINABLE_ROLES
 
 DOMAIN = re.compile(r"^(?=.{1,253}$)(?!-)[a-z0-9-]{1,63}(?<!-)(\.(?!-)[a-z0-9-]{1,63}(?<!-))+$")
-ROLES = [(role.value, role.value) for role in JOINABLE_ROLES]
+ROLES = [(role.value, role.value) for role in reversed(JOINABLE_ROLES)]  # member first: the default
 
 
 class SsoConnectionSerializer(StrictSerializer):

@@ -19,6 +19,7 @@ from billing.limits import subscription_for
 from billing.models import Plan
 from billing.plans import ensure_plans
 from tests import stack
+from tests.identity import DnsServer
 from tts_saas.redis import get_redis
 
 
@@ -95,6 +96,7 @@ class LiveStack:
     worker: stack.Proc  # ChatTTS's (the tiny random checkpoint)
     worker_metrics_port: int
     kokoro_worker: stack.Proc  # Kokoro's (its tiny random checkpoint)
+    dns: DnsServer  # the web's DNS for domain proofs (single sign-on): tests add TXT records to it
 
     def client(self, key: str | None = None) -> httpx.Client:
         headers = {"Authorization": f"Bearer {key}"} if key else {}
@@ -103,7 +105,13 @@ class LiveStack:
 
 @pytest.fixture(scope="session")
 def live_stack(django_db_setup, django_db_blocker, tmp_path_factory, redis_client):
-    env = stack.stack_env(settings.REDIS_URL)
+    dns = DnsServer()
+    env = stack.stack_env(
+        settings.REDIS_URL,
+        TTS_DNS_NAMESERVERS=dns.address,
+        TTS_DNS_PORT=str(dns.port),
+        TTS_SSO_ALLOW_PRIVATE="1",  # the tests' identity provider listens on loopback
+    )
     log_dir = tmp_path_factory.mktemp("stack")
     metrics_port = stack.free_port()
     worker = stack.start_worker({**env, "TTS_WORKER_METRICS_PORT": str(metrics_port)}, log_dir, "main")
@@ -113,8 +121,9 @@ def live_stack(django_db_setup, django_db_blocker, tmp_path_factory, redis_clien
     try:
         stack.wait_for_workers(redis_client, "ready", proc=worker, engine="chattts")
         stack.wait_for_workers(redis_client, "ready", proc=kokoro, engine="kokoro")
-        yield LiveStack(base, web, worker, metrics_port, kokoro)
+        yield LiveStack(base, web, worker, metrics_port, kokoro, dns)
     finally:
+        dns.close()
         web.stop()
         worker.stop()
         kokoro.stop()

@@ -230,6 +230,8 @@ MEMBER_PAGES = (
     "/dashboard/history",
     "/dashboard/audit",
     "/dashboard/audit?action=key.",
+    "/dashboard/security",
+    "/accounts/2fa/",
     "/dashboard/members",
     "/dashboard/docs",
     "/dashboard/billing/",
@@ -237,6 +239,7 @@ MEMBER_PAGES = (
 )
 VISITOR_PAGES = (
     "/accounts/login/",
+    "/accounts/sso/",
     "/dashboard/signup",
     "/accounts/password_reset/",
     "/accounts/password_reset/done/",
