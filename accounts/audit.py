@@ -48,6 +48,7 @@ ACTIONS = {
     "member.joined": "member joined",
     "member.removed": "member removed",
     "member.role_changed": "member's role changed",
+    "account.deleted": "member deleted their account",
     "voice.created": "voice created",
     "voice.deleted": "voice deleted",
     "lexicon.created": "lexicon created",
@@ -163,6 +164,17 @@ def expire() -> int:
     cutoff = timezone.now() - timedelta(days=settings.TTS_AUDIT_RETENTION_DAYS)
     deleted, _ = AuditEvent.objects.filter(created_at__lt=cutoff).delete()
     return deleted
+
+
+def removed_from(user) -> Organization | None:
+    """The organization that last removed `user` (the audit log says so), for the page they land on."""
+    event = (
+        AuditEvent.objects.filter(action="member.removed", target=f"member:{user.email}")
+        .select_related("organization")
+        .order_by("-id")
+        .first()
+    )
+    return event.organization if event is not None else None
 
 
 @receiver(user_logged_in)

@@ -94,7 +94,10 @@ def _ensure_row(model, start: date, **owner) -> None:
 def _take(model, start: date, characters: int, limit: int, column: str, key: str | None = None, **owner) -> None:
     """Add `characters` to `column` ("reserved" or "used") of `owner`'s month row if used +
     reserved stays within `limit`: one conditional UPDATE, so concurrent callers can never
-    overshoot. QuotaExceeded names `key` when it is a key's own cap that refused."""
+    overshoot. QuotaExceeded names `key` when it is a key's own cap that refused. Nothing to take
+    (a voice's preview, billed nothing) is never refused, however used up the month is."""
+    if characters <= 0:
+        return
     taken = model.objects.filter(period_start=start, used__lte=limit - characters - F("reserved"), **owner).update(
         **{column: F(column) + characters}
     )

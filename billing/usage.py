@@ -47,6 +47,8 @@ class MonthSummary:
     cached_requests: int
     audio_seconds: float
     jobs_in_flight: int
+    all_requests: int = 0  # whatever their outcome, as the dashboard's Usage and History count them
+    failed_requests: int = 0
     billing_status: str = "none"
     overage_cents_per_1k: int | None = None
 
@@ -56,7 +58,8 @@ class MonthSummary:
 
     @property
     def cache_hit_rate(self) -> float | None:
-        return round(100 * self.cached_requests / self.requests, 1) if self.requests else None
+        """Of every request (the Usage page's rate, over the same requests)."""
+        return round(100 * self.cached_requests / self.all_requests, 1) if self.all_requests else None
 
 
 def month_summary(org: Organization) -> MonthSummary:
@@ -64,7 +67,7 @@ def month_summary(org: Organization) -> MonthSummary:
     month = (
         scoped(UsageEvent, org)
         .filter(created_at__gte=datetime.combine(quota.period_start(), datetime.min.time(), tzinfo=UTC))
-        .aggregate(**TOTALS)
+        .aggregate(**REPORT_TOTALS)
     )
     sub = subscription_for(org)
     return MonthSummary(
@@ -77,6 +80,8 @@ def month_summary(org: Organization) -> MonthSummary:
         resets_at=resets_at,
         requests=month["requests"] or 0,
         cached_requests=month["cached_requests"] or 0,
+        all_requests=month["all_requests"] or 0,
+        failed_requests=month["failed_requests"] or 0,
         audio_seconds=month["audio_seconds"] or 0.0,
         jobs_in_flight=concurrency.in_flight(org.pk),
     )

@@ -33,7 +33,7 @@ class PasswordField(forms.CharField):
 
 
 class SignupForm(forms.Form):
-    email = forms.EmailField(widget=forms.EmailInput(attrs={"autocomplete": "email"}))
+    email = forms.EmailField(label="E-mail", widget=forms.EmailInput(attrs={"autocomplete": "email"}))
     password = PasswordField()
     organization = forms.CharField(
         max_length=200, label="Organization name", widget=forms.TextInput(attrs={"autocomplete": "organization"})
@@ -46,8 +46,16 @@ class SignupForm(forms.Form):
         return email
 
 
+class OrganizationForm(forms.Form):
+    organization = forms.CharField(
+        max_length=200, label="Organization name", widget=forms.TextInput(attrs={"autocomplete": "organization"})
+    )
+
+
 class InviteForm(forms.Form):
-    email = forms.EmailField(widget=forms.EmailInput(attrs={"autocomplete": "off"}))  # someone else's address
+    email = forms.EmailField(
+        label="E-mail", widget=forms.EmailInput(attrs={"autocomplete": "off"})
+    )  # someone else's address
     role = forms.ChoiceField(
         choices=[(Membership.Role.MEMBER, "member"), (Membership.Role.ADMIN, "admin")], initial=Membership.Role.MEMBER
     )
@@ -57,9 +65,34 @@ class AcceptForm(forms.Form):
     password = PasswordField()
 
 
+# The API's validation messages in the words of a form: on the field, without the field's name in
+# front ("name: This field may not be blank."), nor the API's own jargon.
+PLAIN = {
+    ("name", "This field may not be blank."): "Give it a name.",
+    ("mix_voice", "This field may not be blank."): "Pick a voice for this weight, or clear the weight.",
+    ("speaker", "speaker is not a ChatTTS speaker embedding string"): (
+        "That is not a speaker embedding: paste the whole string (about 850 characters) that "
+        "ChatTTS's Chat.sample_random_speaker() returns."
+    ),
+    ("", "This field may not be blank."): "Fill this in.",
+    ("", "This field is required."): "Fill this in.",
+    ("", "A valid integer is required."): "Enter a whole number.",
+}
+
+
+def plain(field: str, message: str) -> str:
+    message = re.sub(r"^[\w.\[\]]+: ", "", message)  # "name: …", "mix[1].weight: …"
+    kind = re.sub(r"_\d+$", "", field)
+    for (about, said), instead in PLAIN.items():
+        if about in ("", kind) and message.startswith(said):
+            return instead
+    return message[:1].upper() + message[1:]
+
+
 def add_api_error(form: forms.Form, exc: ApiError) -> None:
-    """The API's message on the field it names (else on the form)."""
-    form.add_error(exc.param if exc.param in form.fields else None, exc.message)
+    """The API's message, said plainly, on the field it names (else on the form)."""
+    field = exc.param if exc.param in form.fields else None
+    form.add_error(field, plain(field or "", exc.message))
 
 
 class VoiceForm(forms.Form):
@@ -152,8 +185,7 @@ class VoiceForm(forms.Form):
         index = int(found.group(1)) if found else 0
         row = self.rows[index] if index < len(self.rows) else (self.rows[0] if self.rows else 0)
         field = f"mix_weight_{row}" if found and found.group(2) == "weight" else f"mix_voice_{row}"
-        message = re.sub(r"^mix(\[\d+\])?(\.\w+)?: ", "", exc.message)
-        self.add_error(field, message[:1].upper() + message[1:])
+        self.add_error(field, plain(field, exc.message))
 
 
 def _allowed(voice: str, allowed: tuple) -> bool:
@@ -250,5 +282,8 @@ class LexiconForm(forms.Form):
 
         message = re.sub(r"entries\[(\d+)\](?:\.(\w+))?", line, re.sub(r"^entries: (?=entries\[)", "", exc.message))
         field = (exc.param or "").split("[")[0]
-        message = f"L{message[1:]}" if message.startswith("line ") else message
+        if message.startswith("line "):
+            message = f"L{message[1:]}"
+        else:
+            message = plain(field, message)
         self.add_error(field if field in self.fields else None, message)

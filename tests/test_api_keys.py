@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import re
 
 import pytest
 from django.core.management import call_command
@@ -47,3 +48,22 @@ def test_create_org_prints_a_working_key():
     call_command("create_org", "Demo Co", "--quiet", stdout=out)
     raw = out.getvalue().strip()
     assert authenticate_key(f"Bearer {raw}").organization.slug == "demo-co"
+
+
+def test_the_first_runs_demo_has_an_owner_who_signs_in_and_a_standard_key(tmp_path, client):
+    """Before: ./scripts/run printed an admin key of an organization no one could sign in to, so its
+    calls showed on no dashboard."""
+    password_file = tmp_path / "var" / "demo_password"
+    args = ["create_org", "Demo", "--kind", "standard", "--owner", "demo@example.com"]
+    first, second = io.StringIO(), io.StringIO()
+    call_command(*args, "--owner-password-file", str(password_file), stdout=first)
+    call_command(*args, "--owner-password-file", str(password_file), stdout=second)  # the next run
+    raw = re.search(r"API key \(standard, shown once\): (\S+)", first.getvalue()).group(1)
+    principal = authenticate_key(f"Bearer {raw}")
+    assert principal.organization.name == "Demo" and not principal.is_admin
+    password = password_file.read_text().strip()
+    assert f"Dashboard sign-in (owner of Demo): demo@example.com / {password}" in first.getvalue()
+    assert f"demo@example.com / {password}" in second.getvalue()  # the same, every run
+    assert oct(password_file.stat().st_mode & 0o777) == "0o600"
+    assert client.post("/accounts/login/", {"username": "demo@example.com", "password": password}).status_code == 302
+    assert client.get("/dashboard/").context["current_org"].name == "Demo"

@@ -142,8 +142,17 @@ def test_without_stripe_the_page_says_so_and_the_webhook_is_not_there(client, se
     persona = make_persona("Plain")
     client.force_login(owner_user(persona.org))
     page = client.get("/dashboard/billing/")
-    assert page.status_code == 200 and b"Billing is not configured" in page.content
+    assert page.status_code == 200 and b"Plans are assigned by this service's operator" in page.content
     assert client.post("/billing/stripe/webhook", b"{}", content_type="application/json").status_code == 404
+    # Before: a bare page. Now the plans side by side, and whom to ask when the operator said.
+    shown = page.content.decode()
+    assert "<caption>The plans side by side</caption>" in shown
+    for plan in Plan.objects.all():
+        assert f'<th scope="row">{plan.name}' in shown
+    assert 'id="operator-contact"' not in shown and "ask whoever runs this service for you" in shown
+    settings.TTS_OPERATOR_CONTACT = "plans@operator.example"
+    shown = client.get("/dashboard/billing/").content.decode()
+    assert '<a href="mailto:plans@operator.example" id="operator-contact">ask the operator</a>' in shown
 
 
 def test_upgrading_through_checkout_changes_the_plan_and_limits_at_once(client, fake, web, synced):

@@ -55,13 +55,16 @@ def test_signup_shows_field_errors(client):
 
 def test_an_e_mail_address_signs_in_in_any_case_existing_accounts_included(client):
     signup(client, email="Dana.Dev@Example.com")  # what a password manager saves is what was typed
+    assert ">E-mail</label>" in client.get("/accounts/password_reset/").content.decode()  # before: "Email"
     client.logout()
     for typed in ("Dana.Dev@Example.com", "dana.dev@example.com", " DANA.DEV@EXAMPLE.COM"):
         response = client.post("/accounts/login/", {"username": typed, "password": "correct horse battery"})
         assert response.status_code == 302, typed  # signed in: sent on to the dashboard
         client.logout()
     wrong = client.post("/accounts/login/", {"username": "Dana.Dev@Example.com", "password": "not the password"})
-    assert wrong.status_code == 200 and b"Please enter a correct" in wrong.content
+    assert wrong.status_code == 200
+    # Before: "Please enter a correct username and password. Note that both fields may be case-sensitive."
+    assert b"That e-mail address and password do not match an account" in wrong.content
     # An account made before addresses were stored lower case (or by createsuperuser).
     get_user_model().objects.create_user(
         username="Old.Case@Example.com", email="Old.Case@Example.com", password="p4ssw0rd!x"
@@ -144,6 +147,15 @@ def test_an_owner_creates_a_key_shown_once_that_works_then_revokes_it(client):
     assert revoked.status_code == 302
     with pytest.raises(ApiError):
         authenticate_key(f"Bearer {raw}")
+    # Revoked keys leave the list (before: they stayed forever), behind a filter that brings them back.
+    listed = client.get("/dashboard/keys").content.decode()
+    assert f"tts_{prefix}_" not in listed and "No active keys." in listed
+    assert '<a href="?revoked=1">Show 1 revoked key</a>' in listed
+    everything = client.get("/dashboard/keys?revoked=1").content.decode()
+    assert f"tts_{prefix}_" in everything and "Hide revoked keys" in everything
+    # Dates and the key's id never break inside (before: "2026-12-" over "01" at 1280 px).
+    assert f'<td class="nowrap"><code>tts_{prefix}_…</code></td>' in everything
+    assert re.search(r'<span class="nowrap">\d{4}-\d\d-\d\d</span>', everything)
 
 
 def test_key_names_are_unique_and_expiry_is_a_preset_or_a_date(client):
@@ -273,7 +285,7 @@ def test_an_owner_invites_a_teammate_who_joins_and_can_be_removed(client):
     assert joined.status_code == 302
     bob = Membership.objects.get(user__email="bob@example.com")
     assert bob.organization == org and bob.role == "member"
-    assert client.get(path).status_code == 404  # used
+    assert client.get(path).status_code == 410  # used: it says so
     assert client.post("/dashboard/members", {"email": "eve@example.com", "role": "admin"}).status_code == 403
     assert owner_client_session
     ada = get_user_model().objects.get(email="ada@example.com")
@@ -290,7 +302,11 @@ def test_password_reset_by_email(client):
     client.logout()
     client.post("/accounts/password_reset/", {"email": "ada@example.com"})
     assert len(mail.outbox) == 1
-    path = re.search(r"/accounts/reset/\S+/", mail.outbox[0].body).group(0)
+    body = mail.outbox[0].body
+    # Before: signed "The 127.0.0.1:8123 team" (the host and port), a placeholder site once sites came in.
+    assert "http://testserver/accounts/reset/" in body and "The tts_saas team" in body
+    assert "example.com/" not in body and "example.com team" not in body
+    path = re.search(r"/accounts/reset/\S+/", body).group(0)
     form_page = client.get(path, follow=True)
     set_url = form_page.redirect_chain[-1][0] if form_page.redirect_chain else path
     done = client.post(set_url, {"new_password1": "a brand new password", "new_password2": "a brand new password"})
@@ -325,7 +341,7 @@ def test_a_signed_in_invitee_joins_only_by_confirming_never_by_following_a_link(
     assert not Membership.objects.filter(user=carol).exists()
     assert client.post(path).status_code == 302
     assert Membership.objects.filter(user=carol).count() == 1
-    assert client.post(path).status_code == 404  # once
+    assert client.post(path).status_code == 410  # once
 
 
 def test_a_password_reset_refuses_a_weak_password(client):
@@ -347,6 +363,7 @@ def test_an_address_is_invited_once_and_the_link_is_offered_when_no_mail_is_sent
     shown = html.unescape(sent.content.decode())
     # The test settings' e-mail backend delivers nothing to anyone: the page says so and gives the link.
     assert "This server does not send e-mail" in shown and f"http://testserver{link}" in shown
+    assert "EMAIL_BACKEND" not in shown  # before: an operator's setting named to tenants
     assert f'data-link="http://testserver{link}"' in shown  # Copy link on the pending row
     twice = client.post("/dashboard/members", {"email": "dave@example.com", "role": "admin"})
     assert twice.status_code == 200 and "dave@example.com is invited already" in twice.content.decode()
@@ -454,10 +471,13 @@ def test_the_voice_form_shows_the_apis_errors_and_the_plans_limit(client):
         return text(response)
 
     assert "'alloy' is a built-in voice's name" in refused(name="alloy", seed="1")
-    assert "name: This field may not be blank." in refused(name="", seed="1")
-    assert "seed: A valid integer is required." in refused(name="Seedless", seed="")
+    # Plain words on the field (before: the API's "name: This field may not be blank.", "speaker is not a
+    # ChatTTS speaker embedding string (base16384 of LZMA2-compressed float16 values)").
+    assert "Give it a name." in refused(name="", seed="1")
+    assert "Enter a whole number." in refused(name="Seedless", seed="")
     page = refused(name="Broken", source="embedding", speaker="not an embedding")
-    assert "speaker is not a ChatTTS speaker embedding string" in page
+    assert "That is not a speaker embedding: paste the whole string" in page
+    assert "base16384" not in page and "This field may not be blank" not in page
     assert (
         'value="Broken"'
         in client.post(
@@ -570,7 +590,7 @@ def test_the_lexicon_form_shows_the_apis_errors_by_line_and_the_plans_limit(clie
     assert "Line 3: 'sql' repeats line 1." in refused("SQL = sequel\n\nsql = ess queue ell")
     assert re.search(r"Line 2( \(alias\))?: give an alias", refused("SQL = sequel\nnginx ="), re.IGNORECASE)
     assert "Line 2: write an entry as text = alias, or text = /phonemes/." in refused("SQL = sequel\njust words")
-    assert "name: This field may not be blank." in refused("SQL = sequel", name="")
+    assert "Give it a name." in refused("SQL = sequel", name="")
     page = refused("\n".join(f"word{n} = alias" for n in range(101)))
     assert "Your plan allows 100 lexicon entries in all; this would make 101." in page
     response = client.post("/dashboard/lexicons", {"name": "Words", "entries": "SQL = sequel\nsql = again"})
@@ -642,3 +662,49 @@ def test_form_errors_are_tied_to_their_fields(client):
     login = client.post("/accounts/login/", {"username": "ada@example.com", "password": "wrong"}).content.decode()
     assert '<p class="error" role="alert" id="login-error">' in login
     assert 'autocomplete="username"' in login and 'autocomplete="current-password"' in login
+
+
+def test_the_overview_and_usage_count_the_same_requests(client):
+    """Before: the overview counted only succeeded requests (6, 16.7 % from the cache) where Usage
+    counted every request (7, 14.3 %) for the same day."""
+    signup(client)
+    org = Organization.objects.get()
+    outcomes = [("succeeded", False)] * 5 + [("succeeded", True), ("failed", False)]
+    for status, cached in outcomes:
+        UsageEvent.objects.create(organization=org, characters=10, model="chattts", status=status, cached=cached)
+    overview = client.get("/dashboard/").content.decode()
+    usage = client.get("/dashboard/usage").content.decode()
+    assert 'id="stat-requests">7<' in overview and "requests this month (1 failed)" in overview
+    assert 'id="stat-hit-rate">14.3%<' in overview
+    assert 'id="total-requests">7<' in usage and "14.3" in usage
+
+
+def test_history_and_usage_say_precisely_that_refused_calls_are_not_listed(client):
+    """Before: the pages said "Every request" while a 400 or 401 answer showed on neither."""
+    signup(client)
+    org = Organization.objects.get()
+    _, raw = org.create_api_key("ci", kind="standard")
+    refused = client.post(
+        "/v1/lexicons", {"name": ""}, content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {raw}"
+    )
+    assert refused.status_code == 400, refused.content
+    history = client.get("/dashboard/history").content.decode()
+    assert "Every request the service accepted" in history and "(a bad request 400, a wrong key 401" in history
+    assert 'id="history-count" class="muted"></p>' in history  # the refused call is not a row
+    usage = client.get("/dashboard/usage").content.decode()
+    assert "Calls refused at the door (400, 401, 429) are not counted." in usage
+
+
+def test_a_new_organization_is_led_from_a_key_to_a_call_to_the_playground(client):
+    """Before: the first run led nowhere: an empty overview."""
+    signup(client)
+    org = Organization.objects.get()
+    first = client.get("/dashboard/").content.decode()
+    assert 'id="getting-started"' in first and '<a href="/dashboard/keys">Create an API key</a>' in first
+    key, _ = org.create_api_key("ci", kind="standard")
+    UsageEvent.objects.create(organization=org, api_key=key, characters=5, model="chattts")
+    then = client.get("/dashboard/").content.decode()
+    assert "<s>Create an API key</s>" in then and "<s>Call the API with it" in then
+    assert '<a href="/dashboard/playground">Hear the voices in the playground</a>' in then
+    UsageEvent.objects.create(organization=org, characters=5, model="chattts")  # a play: no key
+    assert 'id="getting-started"' not in client.get("/dashboard/").content.decode()  # all done: gone

@@ -212,3 +212,35 @@ def test_the_api_reference_serves_every_asset_itself_and_leads_back(client):
     assert schema and client.get(schema.group(1)).status_code == 200
     back = page.one("a", id="back-to-dashboard")
     assert back["attrs"]["href"] == "/dashboard/docs" and back["text"] == "← Back to the dashboard"
+
+
+def test_the_api_reference_titles_operations_in_words_grouped_with_speech_first(client):
+    """Before: /v1/docs titled operations by machine id (`audio_models_retrieve`, `jobs_cancel_create`,
+    `openapi.json_retrieve`), opened on an Open WebUI endpoint, and showed auth as "ApiKey or None"."""
+    schema = client.get("/v1/openapi.json").json()
+    operations = [op for ops in schema["paths"].values() for op in ops.values()]
+    untitled = [op["operationId"] for op in operations if not op.get("summary") or "_" in op["summary"]]
+    assert untitled == []
+    tags = [tag["name"] for tag in schema["tags"]]
+    assert tags[0] == "Speech" and tags[-1] == "Compatibility"
+    assert {op["tags"][0] for op in operations} == set(tags)  # every tag named, every operation under one
+    assert operations[0]["summary"] == "Create speech" and operations[0]["tags"] == ["Speech"]
+    assert "/v1/openapi.json" not in schema["paths"]
+    assert all({} not in op.get("security", []) for op in operations)
+    compatibility = [op["summary"] for op in operations if op["tags"] == ["Compatibility"]]
+    assert sorted(compatibility) == ["List models (Open WebUI)", "List voices (Open WebUI)"]
+
+
+def test_the_websocket_section_speaks_to_a_tenant_of_this_server(client, settings):
+    """Before: ws://127.0.0.1:8000 and `.venv/bin/python examples/ws_client.py` (a path in the
+    repository) on a server elsewhere, and operators' settings (TTS_WS_BUFFER_BYTES) by name."""
+    settings.ALLOWED_HOSTS = ["testserver", "tts.example.net"]
+    settings.TTS_WS_BUFFER_BYTES = 8 * 2**20
+    signup(client)
+    section = client.get("/dashboard/docs", HTTP_HOST="tts.example.net").content.decode()
+    protocol = section.split('id="websocket"', 1)[1]
+    assert "127.0.0.1" not in protocol and "examples/" not in protocol and ".venv" not in protocol
+    assert "TTS_" not in protocol.replace("$TTS_API_KEY", "").replace("TTS_API_KEY", "")
+    assert "more than 8 MiB of frames" in protocol and "200 at once" in protocol
+    assert "The Python example at the top of this page speaks through this socket" in protocol
+    assert "ws://tts.example.net/v1/audio/stream" in protocol and "HOST/" not in protocol

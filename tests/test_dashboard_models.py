@@ -193,7 +193,9 @@ def test_the_mix_forms_errors_are_on_the_row_they_are_about(client):
     assert '<div class="error" id="id_mix_voice_3_error">' in page and "'af_heart' is in the mix twice." in shown
     assert 'aria-invalid="true" aria-describedby="id_mix_voice_3_error"' in page
     page, shown = refused(voice0="af_heart", weight0="1", weight1="2")  # a weight without a voice
-    assert '<div class="error" id="id_mix_voice_1_error">This field may not be blank.</div>' in page
+    assert (
+        '<div class="error" id="id_mix_voice_1_error">Pick a voice for this weight, or clear the weight.</div>' in page
+    )
     page, shown = refused(voice0="af_heart", weight0="0")
     assert '<div class="error" id="id_mix_weight_0_error">Ensure this value is greater than or equal to 0.01.' in page
     page, shown = refused()  # Kokoro and no row

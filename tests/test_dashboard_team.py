@@ -15,10 +15,11 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.core import mail
 from django.core.mail.backends.locmem import EmailBackend as LocmemBackend
+from django.test import Client
 from django.utils import timezone
 
 from accounts import actions
-from accounts.models import Invitation, Membership, Organization
+from accounts.models import ApiKey, AuditEvent, Invitation, Membership, Organization
 
 pytestmark = pytest.mark.django_db
 
@@ -104,7 +105,9 @@ def test_accepting_closes_every_pending_invitation_to_that_address(client):
         invitation.refresh_from_db()
         assert invitation.accepted_at is not None
         client.logout()
-        assert client.get(f"/dashboard/invite/{invitation.token}").status_code == 404  # done: no second use
+        used = client.get(f"/dashboard/invite/{invitation.token}")  # done: no second use
+        assert used.status_code == 410 and "This invitation was used or has expired" in text(used)
+        assert 'href="/accounts/login/"' in used.content.decode()
 
 
 def test_a_signed_in_invitee_joins_by_an_invitation_typed_in_another_case(client):
@@ -194,7 +197,7 @@ def test_an_expired_invitation_is_shown_as_expired_and_renewed(client):
     row = re.search(r'data-invitation="erin@example.com">(.*?)</tr>', page.content.decode(), re.S).group(1)
     assert "expired" in row and "Renew" in row and "Copy link" not in row
     client.logout()
-    assert client.get(f"/dashboard/invite/{old.token}").status_code == 404
+    assert client.get(f"/dashboard/invite/{old.token}").status_code == 410  # expired: it says so
     client.force_login(owner.user)
     renewed = client.post(f"/dashboard/invitations/{old.pk}/resend", follow=True)
     old.refresh_from_db()
@@ -362,9 +365,9 @@ def test_the_team_page_is_accessible(client):
     assert 'aria-label="Resend invitation to dave@example.com"' in page
     # Destructive actions: quiet buttons, confirmed first; the one filled button is Invite.
     withdraw = re.search(r"<form[^>]*revoke[^>]*>.*?</form>", page, re.S).group(0)
-    assert "return confirm(" in withdraw and '<button class="quiet"' in withdraw
+    assert "return confirm(" in withdraw and '<button class="quiet destructive"' in withdraw
     remove = re.search(r"<form[^>]*remove[^>]*>.*?</form>", page, re.S).group(0)
-    assert "return confirm(" in remove and '<button class="quiet"' in remove
+    assert "return confirm(" in remove and '<button class="quiet destructive"' in remove
     main = page.split('<main id="main">', 1)[1]
     assert re.findall(r"<button(?![^>]*quiet)[^>]*>([^<]*)</button>", main) == ["Invite"]
     # A field in error is tied to its message (dashboard/field.html).
@@ -565,3 +568,69 @@ def test_an_invitation_whose_mail_fails_is_not_made(client, settings):
     again = client.post("/dashboard/members", {"email": "Erin@example.com", "role": "admin"}, follow=True)
     assert messages_of(again) == "Invitation e-mailed to erin@example.com."
     assert Invitation.objects.get().is_open
+
+
+def test_a_used_expired_or_unknown_invitation_link_says_which_with_a_way_on(client):
+    """Before: every dead link was the generic 404 "There is no page at /dashboard/invite/…"."""
+    owner = signup(client)
+    expired = Invitation.objects.create(organization=owner.organization, email="late@example.com")
+    Invitation.objects.filter(pk=expired.pk).update(created_at=expired.created_at - Invitation.VALID_FOR)
+    client.logout()
+    gone = client.get(f"/dashboard/invite/{expired.token}")
+    assert gone.status_code == 410
+    assert "This invitation was used or has expired" in text(gone) and "ask whoever invited you" in text(gone)
+    assert 'href="/accounts/login/"' in gone.content.decode() and "There is no page" not in text(gone)
+    unknown = client.get("/dashboard/invite/not-a-token")
+    assert unknown.status_code == 404 and "This invitation link is not known" in text(unknown)
+
+
+def test_a_removed_member_is_told_and_can_start_an_organization_while_signed_in(client):
+    """Before: a removed member who signed in landed on "Create your organization", which asked for
+    an e-mail and password again and then said "An account with this e-mail exists already"."""
+    owner = signup(client)
+    bob = add_member(owner.organization, "bob@example.com")
+    client.post(f"/dashboard/members/{bob.pk}/remove")
+    bob_client = Client()
+    assert bob_client.post("/accounts/login/", {"username": "bob@example.com", "password": PASSWORD}).status_code == 302
+    landed = bob_client.get("/dashboard/", follow=True)
+    page = text(landed)
+    assert "You were removed from Analytical Engines." in page and "Signed in as bob@example.com" in page
+    assert 'name="password"' not in landed.content.decode() and 'name="email"' not in landed.content.decode()
+    made = bob_client.post("/dashboard/signup", {"organization": "Bob's Lab"}, follow=True)
+    assert "Bob's Lab is made, with you as its owner." in messages_of(made)
+    assert Membership.objects.get(user=bob.user, organization__name="Bob's Lab").role == "owner"
+    # A member who has an organization starts a second one, and switches between them in the header.
+    assert "New organization" in text(client.get("/dashboard/"))
+    client.post("/dashboard/signup", {"organization": "Second Engines"})
+    header = client.get("/dashboard/").content.decode().split("</header>")[0]
+    assert 'aria-label="Organization"' in header and "Analytical Engines" in header and "Second Engines" in header
+
+
+def test_the_account_page_changes_the_password_lists_sessions_and_deletes_the_account(client):
+    """Before: no account page; the password change was an unlinked page in Django-admin's look."""
+    owner = signup(client)
+    page = client.get("/dashboard/")
+    assert 'href="/dashboard/account"' in page.content.decode().split("</header>")[0]
+    account = client.get("/dashboard/account")
+    shown = text(account)
+    assert "ada@example.com" in shown and "Where you are signed in" in shown
+    assert "You are the last owner of Analytical Engines" in shown  # deleting is refused, with the way out
+    assert client.post("/dashboard/account", {"password": PASSWORD}).status_code == 200
+    assert get_user_model().objects.filter(email="ada@example.com").exists()
+    change = client.get("/accounts/password_change/")
+    assert "Back to your account" in text(change) and "Django administration" not in text(change)
+    sessions = client.get("/accounts/sessions/")
+    assert sessions.status_code == 200 and "Django administration" not in text(sessions)
+
+    bob = add_member(owner.organization, "bob@example.com")
+    _, bobs_key = owner.organization.create_api_key("bob's", kind="standard")
+    ApiKey.objects.filter(prefix=bobs_key.split("_")[1]).update(owner=bob.user)
+    bob_client = Client()
+    bob_client.force_login(bob.user)
+    wrong = bob_client.post("/dashboard/account", {"password": "not it"})
+    assert "That is not your password." in text(wrong)
+    gone = bob_client.post("/dashboard/account", {"password": PASSWORD}, follow=True)
+    assert "The account bob@example.com is deleted." in messages_of(gone)
+    assert not get_user_model().objects.filter(email="bob@example.com").exists()
+    assert ApiKey.objects.get(prefix=bobs_key.split("_")[1]).revoked_at is not None
+    assert AuditEvent.objects.filter(organization=owner.organization, action="account.deleted").exists()

@@ -55,7 +55,7 @@ def test_a_mixed_case_address_signs_in_exactly_as_it_was_typed(live_stack):
         log_out(page)
         log_in(page, base, "Dana.Dev@Example.com", "not the password")
         alert = page.locator("[role=alert]")  # read out by screen readers, not only shown
-        assert "Please enter a correct" in alert.inner_text()
+        assert "That e-mail address and password do not match an account" in alert.inner_text()
         assert page.errors == []
 
 

@@ -17,8 +17,13 @@ IDENTITY_APPS = [
     "allauth.socialaccount",
     "allauth.socialaccount.providers.openid_connect",
     "allauth.mfa",
+    "allauth.usersessions",  # each user's signed-in sessions, on their account page: sign out the others
+    "django.contrib.humanize",  # allauth's sessions page writes "2 hours ago"
 ]
-IDENTITY_MIDDLEWARE = "allauth.account.middleware.AccountMiddleware"
+IDENTITY_MIDDLEWARE = [
+    "allauth.account.middleware.AccountMiddleware",
+    "allauth.usersessions.middleware.UserSessionsMiddleware",
+]
 SITE_ID = 1
 
 ACCOUNT_ADAPTER = "accounts.sso.AccountAdapter"

@@ -7,6 +7,7 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
+from .dashboard_settings import *  # noqa: F403 (the product's name, logo, source and operator contact)
 from .env import envbool, envfloat, envint, envsecret, envstr
 from .identity_settings import *  # noqa: F403 (allauth: single sign-on, second factors)
 from .identity_settings import IDENTITY_APPS, IDENTITY_MIDDLEWARE
@@ -58,7 +59,7 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
-    IDENTITY_MIDDLEWARE,
+    *IDENTITY_MIDDLEWARE,
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
@@ -197,6 +198,7 @@ SPECTACULAR_SETTINGS = {
         "drf_spectacular.hooks.postprocess_schema_enums",
         "synthesis.api.openapi.frame_event_streams",
         "synthesis.api.openapi.add_common_errors",
+        "synthesis.api.reference.arrange",  # titles, tags and their order in /v1/docs
     ],
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
@@ -283,9 +285,6 @@ TTS_HF_CACHE_DIR = envstr("TTS_HF_CACHE_DIR")  # where those downloads are kept 
 TTS_DEVICE = envstr("TTS_DEVICE")  # empty: cuda when present, else cpu
 TTS_PRECISION = envstr("TTS_PRECISION", "auto")  # the GPT's: auto (= fp32, measured best), fp32, bf16, int8 (CPU)
 TTS_TORCH_THREADS = envint("TTS_TORCH_THREADS", 0)  # a worker's torch threads; 0: auto (CPU: cores - 1)
-TTS_PRODUCT_NAME = envstr("TTS_PRODUCT_NAME", "tts_saas")  # the dashboard's name for the service
-TTS_PRODUCT_LOGO = envstr("TTS_PRODUCT_LOGO", "")  # URL of the logo shown before it (served by the operator), or none
-TTS_SOURCE_URL = envstr("TTS_SOURCE_URL", "")  # where the operator publishes this service's source (AGPL-3.0 §13)
 TTS_MODEL_ALIASES = [a for a in envstr("TTS_MODEL_ALIASES", "tts-1,tts-1-hd,gpt-4o-mini-tts").split(",") if a]
 TTS_MAX_INPUT_CHARS = envint("TTS_MAX_INPUT_CHARS", 4096)
 TTS_MAX_JOB_CHARS = envint("TTS_MAX_JOB_CHARS", 200_000)  # an asynchronous job's input, at most (plans set less)

@@ -117,6 +117,7 @@ identity = [
     path("sso/<str:provider_id>/login/callback/", provider_callback, name="openid_connect_callback"),
     path("2fa/", include("allauth.mfa.urls")),
     path("social/", include("allauth.socialaccount.urls")),
+    path("sessions/", include("allauth.usersessions.urls")),
 ]
 
 urlpatterns = [

@@ -5,28 +5,40 @@ from __future__ import annotations
 
 from allauth.account.internal.flows.login import perform_password_login
 from allauth.account.models import Login
+from django import forms
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth import login
 from django.contrib.auth import views as auth_views
+from django.contrib.auth.forms import AuthenticationForm, PasswordResetForm
 from django.core.exceptions import PermissionDenied
 from django.http import Http404
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
-from accounts import actions
+from accounts import actions, audit
 from accounts.models import Invitation, Membership
 
 from ..access import SESSION_ORG, member_required
-from ..forms import AcceptForm, SignupForm
+from ..forms import AcceptForm, OrganizationForm, SignupForm
 from ..throttles import posted, throttled
 
 BACKEND = "accounts.backends.CaseInsensitiveEmailBackend"  # the one in settings.AUTHENTICATION_BACKENDS
+
+
+class SignInForm(AuthenticationForm):
+    error_messages = {
+        **AuthenticationForm.error_messages,
+        "invalid_login": "That e-mail address and password do not match an account (the address may be in any case).",
+    }
 
 
 class SignInView(auth_views.LoginView):
     """Django's sign-in form; a checked password goes on through allauth's login flow, which asks
     for a second factor when the user has one (and records how the session was signed in, for
     the re-authentication asked before second factors change)."""
+
+    authentication_form = SignInForm
 
     def form_valid(self, form):
         user = form.get_user()
@@ -37,14 +49,34 @@ class SignInView(auth_views.LoginView):
 sign_in = throttled("login", ("ip", "TTS_LOGIN_RATE"), (posted("username"), "TTS_LOGIN_ACCOUNT_RATE"))(
     SignInView.as_view()
 )
+
+
+class ResetForm(PasswordResetForm):
+    email = forms.EmailField(label="E-mail", max_length=254, widget=forms.EmailInput(attrs={"autocomplete": "email"}))
+
+
+class PasswordResetView(auth_views.PasswordResetView):
+    """The reset mail's link is to the host the request came to, and it is signed with the product's
+    name (not the sites framework's placeholder site, nor a host and port)."""
+
+    form_class = ResetForm
+
+    def form_valid(self, form):
+        self.extra_email_context = {"site_name": settings.TTS_PRODUCT_NAME, "domain": self.request.get_host()}
+        return super().form_valid(form)
+
+
 password_reset = throttled("reset", ("ip", "TTS_PASSWORD_RESET_RATE"), (posted("email"), "TTS_PASSWORD_RESET_RATE"))(
-    auth_views.PasswordResetView.as_view()
+    PasswordResetView.as_view()
 )
 
 
 @throttled("signup", ("ip", "TTS_SIGNUP_RATE"))
 def signup(request):
-    """A new user and organization (on the default plan), with the user as its owner."""
+    """A new user and organization (on the default plan), with the user as its owner; a signed-in
+    user (one removed from their organization, or one starting another) names the organization only."""
+    if request.user.is_authenticated:
+        return new_organization(request)
     form = SignupForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
         user, org = actions.sign_up(
@@ -54,6 +86,19 @@ def signup(request):
         request.session[SESSION_ORG] = org.pk
         return redirect("dashboard:overview")
     return render(request, "dashboard/signup.html", {"form": form})
+
+
+def new_organization(request):
+    form = OrganizationForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        org = actions.create_organization(form.cleaned_data["organization"], owner=request.user)
+        request.session[SESSION_ORG] = org.pk
+        messages.info(request, f"{org.name} is made, with you as its owner.")
+        return redirect("dashboard:overview")
+    memberships = Membership.objects.filter(user=request.user).select_related("organization")
+    removed_from = None if memberships else audit.removed_from(request.user)
+    context = {"form": form, "memberships": memberships, "removed_from": removed_from}
+    return render(request, "dashboard/new_organization.html", context)
 
 
 @require_POST
@@ -74,7 +119,7 @@ def accept_invitation(request, token: str):
     """The invitation link: join as the invited address (creating the account if it has none)."""
     invitation = Invitation.objects.select_related("organization").filter(token=token).first()
     if invitation is None or not invitation.is_open:
-        raise Http404("This invitation is unknown, used or expired.")
+        return invitation_gone(request, invitation)
     org = invitation.organization
     if request.user.is_authenticated:
         if actions.address_of(request.user) != invitation.email.lower():  # in any case: an operator may have typed it
@@ -86,7 +131,7 @@ def accept_invitation(request, token: str):
         try:
             joined = actions.accept_invitation(invitation, request.user)
         except actions.InvitationUsed:
-            raise Http404("This invitation is unknown, used or expired.") from None
+            return invitation_gone(request, invitation)
         request.session[SESSION_ORG] = invitation.organization_id
         messages.info(
             request, f"You are a member of {org.name}, as {joined.role}."
@@ -98,9 +143,15 @@ def accept_invitation(request, token: str):
         try:
             user = actions.accept_invitation_as_new_user(invitation, form.cleaned_data["password"])
         except actions.InvitationUsed:
-            raise Http404("This invitation is unknown, used or expired.") from None
+            return invitation_gone(request, invitation)
         login(request, user, backend=BACKEND)
         request.session[SESSION_ORG] = invitation.organization_id
         messages.info(request, f"Welcome to {org.name}: you joined as {invitation.role}.")
         return redirect("dashboard:overview")
     return render(request, "dashboard/accept.html", {"invitation": invitation, "form": form, "existing": existing})
+
+
+def invitation_gone(request, invitation: Invitation | None):
+    """A link that was used or has expired says so (410), with the ways on; an unknown one: 404."""
+    status = 404 if invitation is None else 410
+    return render(request, "dashboard/invitation_gone.html", {"invitation": invitation}, status=status)

@@ -7,6 +7,7 @@ from __future__ import annotations
 from decimal import Decimal, InvalidOperation
 
 import stripe
+from django.conf import settings
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied
 from django.shortcuts import redirect
@@ -22,6 +23,13 @@ from billing.stripe_events import grace_ends
 from ..access import member_required, page, require_admin
 
 STRIPE_DOWN = "Stripe could not be reached just now; try again in a minute."
+
+
+def contact_link(contact: str) -> str:
+    """The operator's contact as a link: a URL as is, an e-mail address as mailto:; none: empty."""
+    if not contact:
+        return ""
+    return contact if contact.startswith(("https://", "http://")) else f"mailto:{contact}"
 
 
 @member_required
@@ -41,6 +49,7 @@ def billing(request):
         "billing.html",
         "billing",
         configured=configured(),
+        contact=contact_link(settings.TTS_OPERATOR_CONTACT),
         sub=sub,
         plan=sub.plan,
         limits=limits,

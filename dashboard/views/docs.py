@@ -161,10 +161,33 @@ def render_markdown(text: str, prefix: str) -> RenderedDoc:
     )
 
 
+# docs/websocket.md is written for the repository (operators' settings, its example scripts, a local
+# server); a tenant reads it with this server's URL, the numbers in force, and code they can copy.
+FOR_TENANTS = (
+    (re.compile(r"`TTS_WS_BUFFER_BYTES` \(4 MiB\)"), lambda: f"{settings.TTS_WS_BUFFER_BYTES / 2**20:g} MiB"),
+    (re.compile(r"`TTS_WS_MAX_PER_ORG`, 200 by default"), lambda: f"{settings.TTS_WS_MAX_PER_ORG} at once"),
+    (re.compile(r"\nExample: `examples/[^`]+`[^\n]*\n[^\n]*\n"), lambda: ""),
+    (
+        re.compile(r"`examples/ws_client\.py` speaks.*?```sh\n.*?```\n", re.S),
+        lambda: "The Python example at the top of this page speaks through this socket: paste it, then run it.\n",
+    ),
+)
+
+
+def for_tenants(text: str, origin: str) -> str:
+    """`origin`: this server's, as the tenant reaches it (e.g. https://tts.example.net)."""
+    for pattern, said in FOR_TENANTS:
+        text = pattern.sub(said().replace("\\", r"\\"), text)
+    ws = origin.replace("https://", "wss://", 1).replace("http://", "ws://", 1)
+    return text.replace("wss://HOST", ws).replace("https://HOST", origin).replace("ws://127.0.0.1:8000", ws)
+
+
 @functools.cache
-def websocket_protocol() -> RenderedDoc:
-    """docs/websocket.md as HTML, rendered once per process (the file ships with the code)."""
-    return render_markdown((DOCS_DIR / "websocket.md").read_text(encoding="utf-8"), RENDERED_DOCS["websocket.md"][0])
+def websocket_protocol(origin: str = "http://127.0.0.1:8000") -> RenderedDoc:
+    """docs/websocket.md as HTML for tenants of the server at `origin`, rendered once per process and
+    origin (the file ships with the code)."""
+    text = for_tenants((DOCS_DIR / "websocket.md").read_text(encoding="utf-8"), origin)
+    return render_markdown(text, RENDERED_DOCS["websocket.md"][0])
 
 
 def snippets(base_url: str) -> list[Snippet]:
@@ -227,5 +250,5 @@ def docs(request):
         models=[engines.card(spec, spec.name in allowed) for spec in offer.served()],
         default_model=offer.default_spec().name,
         snippets=snippets(base_url),
-        protocol=websocket_protocol(),
+        protocol=websocket_protocol(request.build_absolute_uri("/").rstrip("/")),
     )

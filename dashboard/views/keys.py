@@ -71,11 +71,15 @@ def keys(request):
             request.session[NEW_KEY] = {"raw": raw, "name": key.name, "kind": key.kind}
             return redirect("dashboard:keys")
     created = request.session.pop(NEW_KEY, None)
+    every = scoped(ApiKey, org).select_related("created_by", "owner")
+    show_revoked = request.GET.get("revoked") == "1"  # revoked keys are history: listed on request
     return page(
         request,
         "keys.html",
         "keys",
-        keys=with_usage(scoped(ApiKey, org).select_related("created_by", "owner")),
+        keys=with_usage(every if show_revoked else every.filter(revoked_at__isnull=True)),
+        show_revoked=show_revoked,
+        revoked_count=every.filter(revoked_at__isnull=False).count(),
         form=form,
         allowlist=allowlist,
         allowlist_action=IP_ALLOWLIST,

@@ -1,10 +1,13 @@
 """The overview: this month's usage against the quota, and characters per day over the last 30
 days (the usage page has any period, other metrics and the split by key; the chart is drawn from
-the same per-day report)."""
+the same per-day report), and a new organization's first steps, checked off as they happen."""
 
 from __future__ import annotations
 
+from accounts.models import ApiKey
+from accounts.tenancy import scoped
 from billing import stripe_client
+from billing.models import UsageEvent
 from billing.usage import month_summary
 
 from ..access import member_required, page
@@ -28,7 +31,8 @@ def overview(request):
         reserved=month.reserved,
         resets_at=month.resets_at,
         percent=month.percent_used,
-        requests=month.requests,
+        requests=month.all_requests,  # as Usage counts them: every request, failed ones too
+        failed=month.failed_requests,
         audio_minutes=minutes(month.audio_seconds),
         hit_rate=month.cache_hit_rate,
         chart=characters_chart(org),
@@ -37,7 +41,27 @@ def overview(request):
         full_at=max(included - 1, 0),
         level="full" if month.used >= included > 0 else ("warn" if month.used >= included * WARN_AT else ""),
         can_upgrade=stripe_client.configured(),
+        steps=getting_started(org),
     )
+
+
+def getting_started(org) -> list[dict] | None:
+    """A new organization's first steps, each checked off once it happened (from its keys and its
+    usage ledger); None once all are done."""
+    steps = [
+        {"done": scoped(ApiKey, org).exists(), "text": "Create an API key", "url": "dashboard:keys"},
+        {
+            "done": scoped(UsageEvent, org).filter(api_key__isnull=False).exists(),
+            "text": "Call the API with it (the Keys page shows a curl that works)",
+            "url": "dashboard:docs",
+        },
+        {
+            "done": scoped(UsageEvent, org).filter(api_key__isnull=True).exists(),
+            "text": "Hear the voices in the playground",
+            "url": "dashboard:playground",
+        },
+    ]
+    return None if all(step["done"] for step in steps) else steps
 
 
 WARN_AT = 0.8  # of the month's included characters

@@ -49,8 +49,9 @@ def members(request):
                 if _delivers_nothing():  # say so rather than claim it was sent
                     messages.info(
                         request,
-                        f"Invitation created for {invitation.email}. This server does not send e-mail "
-                        f"(EMAIL_BACKEND): send them the link yourself: {_accept_url(request, invitation.token)}",
+                        f"Invitation created for {invitation.email}. This server does not send e-mail (its "
+                        "operator has not set up a mail server): send them the link yourself: "
+                        f"{_accept_url(request, invitation.token)}",
                     )
                 else:
                     messages.info(request, f"Invitation e-mailed to {invitation.email}.")
@@ -144,7 +145,7 @@ def resend_invitation(request, invitation_id: int):
         messages.info(
             request,
             f"New link for {invitation.email}, valid until {until}; the earlier link no longer works. This server "
-            f"does not send e-mail (EMAIL_BACKEND): send them the link yourself: "
+            f"does not send e-mail (its operator has not set up a mail server): send them the link yourself: "
             f"{_accept_url(request, invitation.token)}",
         )
     else:

@@ -143,3 +143,14 @@ def test_the_period_is_the_utc_calendar_month(now, start):
 def test_the_quota_resets_at_the_start_of_the_next_month_utc(start, reset):
     assert quota.next_reset(start) == reset
     assert quota.next_reset(start).tzinfo is not None
+
+
+def test_a_request_billed_nothing_is_never_refused_however_used_up_the_month(org):
+    """Before: a voice preview (0 characters) with the quota used up was refused: "...this request needs 0"."""
+    quota.charge(org, LIMIT, LIMIT, NOW)  # the month used up
+    with pytest.raises(quota.QuotaExceeded):
+        quota.reserve(org, 1, LIMIT, NOW)
+    QuotaPeriod.objects.filter(organization=org).update(used=LIMIT + 20)  # e.g. the plan's limit was lowered
+    assert quota.reserve(org, 0, LIMIT, NOW) == MAY
+    assert quota.charge(org, 0, LIMIT, NOW) == MAY
+    assert row(org) == (LIMIT + 20, 0)

@@ -1,12 +1,18 @@
-"""`manage.py create_org NAME`: make an organization and print a new API key for it (shown once)."""
+"""`manage.py create_org NAME`: make an organization and print a new API key for it (shown once);
+with `--owner EMAIL`, also its owner's dashboard sign-in (./scripts/run's demo: its calls show on a
+dashboard someone can sign in to)."""
 
 from __future__ import annotations
 
+import secrets
+from pathlib import Path
+
+from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 from django.utils.text import slugify
 
-from accounts.actions import create_organization
-from accounts.models import Organization
+from accounts.actions import create_organization, create_user
+from accounts.models import Membership, Organization
 from billing.limits import subscription_for
 from billing.models import Plan
 
@@ -29,6 +35,32 @@ class Command(BaseCommand):
         parser.add_argument(
             "--kind", choices=["admin", "standard"], default="admin", help="admin keys can also manage keys"
         )
+        parser.add_argument("--owner", metavar="EMAIL", help="also an owner who signs in to the dashboard")
+        parser.add_argument(
+            "--owner-password-file",
+            metavar="PATH",
+            help="the owner's password: read from PATH, or made and written there (the same every run)",
+        )
+
+    def owner_sign_in(self, org: Organization, email: str, password_file: str | None) -> str:
+        """Makes `email` an owner of `org` (the account too, if new) and says how to sign in."""
+        email = email.lower()
+        path = Path(password_file) if password_file else None
+        password = path.read_text().strip() if path is not None and path.exists() else secrets.token_urlsafe(12)
+        user = get_user_model().objects.filter(username__iexact=email).first()
+        if user is None:
+            user = create_user(email, password)
+        elif path is not None:
+            user.set_password(password)  # the file's password is the one that signs in
+            user.save(update_fields=["password"])
+        else:
+            password = "(unchanged)"
+        if path is not None and not path.exists():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.touch(mode=0o600)
+            path.write_text(password + "\n")
+        Membership.objects.get_or_create(user=user, organization=org, defaults={"role": Membership.Role.OWNER})
+        return f"Dashboard sign-in (owner of {org.name}): {email} / {password}"
 
     def handle(
         self, *args, name: str, key_name: str, quiet: bool, kind: str, plan: str | None, limit: list[str], **options
@@ -54,5 +86,7 @@ class Command(BaseCommand):
         _, raw = org.create_api_key(key_name, kind=kind)
         if quiet:
             self.stdout.write(raw)
-        else:
-            self.stdout.write(f"Organization: {org.name} (id {org.pk})\nAPI key ({kind}, shown once): {raw}")
+            return
+        self.stdout.write(f"Organization: {org.name} (id {org.pk})\nAPI key ({kind}, shown once): {raw}")
+        if options.get("owner"):
+            self.stdout.write(self.owner_sign_in(org, options["owner"], options.get("owner_password_file")))
