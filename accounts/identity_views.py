@@ -12,7 +12,7 @@ from rest_framework.response import Response
 from tts_saas.errors import ApiError, error_responses
 from tts_saas.serializers import refuse_any_body
 
-from . import mfa, sso
+from . import mfa, sso_connections
 from .identity_serializers import RequireMfaSerializer, SsoConnectionSerializer
 from .models import SsoConnection
 from .tenancy import OwnOrganizationViewSet
@@ -60,8 +60,10 @@ class SsoConnectionViewSet(OwnOrganizationViewSet):
         incoming = SsoConnectionSerializer(data=request.data)
         incoming.is_valid(raise_exception=True)
         try:
-            connection = sso.save_connection(request.user.organization, incoming.validated_data, request.user)
-        except sso.SsoProblem as exc:
+            connection = sso_connections.save_connection(
+                request.user.organization, incoming.validated_data, request.user
+            )
+        except sso_connections.SsoProblem as exc:
             raise ApiError(400, str(exc), "invalid_sso_settings") from exc
         return Response(_shown(connection, request))
 
@@ -70,7 +72,7 @@ class SsoConnectionViewSet(OwnOrganizationViewSet):
     )
     def destroy(self, request):
         refuse_any_body(request)
-        if not sso.delete_connection(request.user.organization, request.user):
+        if not sso_connections.delete_connection(request.user.organization, request.user):
             self._connection(request)  # 404
         return Response(status=status.HTTP_204_NO_CONTENT)
 
@@ -88,8 +90,8 @@ class SsoConnectionViewSet(OwnOrganizationViewSet):
     def verify_domain(self, request):
         refuse_any_body(request)
         try:
-            connection = sso.verify_domain(self._connection(request))
-        except sso.SsoProblem as exc:
+            connection = sso_connections.verify_domain(self._connection(request))
+        except sso_connections.SsoProblem as exc:
             raise ApiError(409, str(exc), "domain_not_verified") from exc
         return Response(_shown(connection, request))
 

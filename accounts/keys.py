@@ -3,6 +3,8 @@ create, revoke, hand a leaving member's keys over, set the IP allowlist."""
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 from tts_saas.errors import ApiError
 
 from . import audit
@@ -56,10 +58,15 @@ def update_key(key: ApiKey, by, changes: dict) -> ApiKey:
     return key
 
 
-def rotate_key(key: ApiKey, by) -> str:
-    """A new secret for `key`: the same id, scopes, limits and this month's counters."""
-    raw = key.new_secret()
-    audit.record(key.organization, "key.rotated", by, target=f"key:{key.prefix}")
+MAX_ROTATION_GRACE = timedelta(days=7)
+
+
+def rotate_key(key: ApiKey, by, grace: timedelta = timedelta(0)) -> str:
+    """A new secret for `key`: the same id, scopes, limits and this month's counters; the old
+    secret keeps working for `grace` (at most MAX_ROTATION_GRACE)."""
+    raw = key.new_secret(min(grace, MAX_ROTATION_GRACE))
+    after = {"previous_valid_until": key.previous_valid_until.isoformat() if key.previous_valid_until else None}
+    audit.record(key.organization, "key.rotated", by, target=f"key:{key.prefix}", after=after)
     return raw
 
 

@@ -162,6 +162,9 @@ class ApiKey(models.Model):
     name = models.CharField(max_length=200)
     prefix = models.CharField(max_length=PREFIX_LENGTH, unique=True)
     hashed_key = models.CharField(max_length=64)
+    # After a rotation with a grace period, the previous secret works too until then.
+    previous_hashed_key = models.CharField(max_length=64, blank=True)
+    previous_valid_until = models.DateTimeField(null=True, blank=True)
     kind = models.CharField(max_length=16, choices=Kind.choices, default=Kind.STANDARD)
     scopes = models.JSONField(default=list, help_text="area:level strings (accounts.scopes)")
     allowed_ips = models.JSONField(default=list, blank=True, help_text="CIDR networks; empty: any address")
@@ -194,16 +197,25 @@ class ApiKey(models.Model):
         preset = key_scopes.preset_of(scopes)
         return preset if preset in ApiKey.Kind.values else ApiKey.Kind.RESTRICTED
 
-    def new_secret(self) -> str:
+    def new_secret(self, grace: timedelta = timedelta(0)) -> str:
         """A new secret for the same key (its id, scopes, limits and counters stay); the old one is
-        refused from now on. The raw key is returned once."""
+        refused from now on, or after `grace` (clients switch over without an outage). The raw key
+        is returned once."""
         raw = f"{KEY_SCHEME}_{self.prefix}_{random_token(SECRET_LENGTH)}"
+        keep = grace > timedelta(0)
+        self.previous_hashed_key = self.hashed_key if keep else ""
+        self.previous_valid_until = timezone.now() + grace if keep else None
         self.hashed_key = hash_key(raw)
-        ApiKey.objects.filter(pk=self.pk).update(hashed_key=self.hashed_key)
+        fields = ("hashed_key", "previous_hashed_key", "previous_valid_until")
+        ApiKey.objects.filter(pk=self.pk).update(**{f: getattr(self, f) for f in fields})
         return raw
 
     def matches(self, raw_key: str) -> bool:
-        return hmac.compare_digest(self.hashed_key, hash_key(raw_key))
+        hashed = hash_key(raw_key)
+        if hmac.compare_digest(self.hashed_key, hashed):
+            return True
+        in_grace = self.previous_valid_until is not None and timezone.now() < self.previous_valid_until
+        return in_grace and hmac.compare_digest(self.previous_hashed_key, hashed)
 
     def is_usable(self, now=None) -> bool:
         now = now or timezone.now()

@@ -12,6 +12,15 @@ from .models import KEY_SCHEME, ApiKey, Organization
 from .network import parse_networks
 
 
+class KeyRotationSerializer(StrictSerializer):
+    grace_seconds = serializers.IntegerField(
+        min_value=0,
+        max_value=7 * 24 * 3600,
+        default=0,
+        help_text="How long the old secret keeps working (at most 7 days); 0: refused at once.",
+    )
+
+
 class ApiKeySerializer(serializers.ModelSerializer):
     id = serializers.CharField(source="prefix", read_only=True)
     redacted = serializers.SerializerMethodField()
@@ -35,8 +44,9 @@ class ApiKeySerializer(serializers.ModelSerializer):
             "last_used_at",
             "expires_at",
             "revoked_at",
+            "previous_valid_until",
         ]
-        read_only_fields = ["created_at", "last_used_at", "revoked_at"]
+        read_only_fields = ["created_at", "last_used_at", "revoked_at", "previous_valid_until"]
 
     def get_owner(self, key: ApiKey) -> str | None:
         return key.owner.email if key.owner_id and key.owner else None

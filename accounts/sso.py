@@ -10,34 +10,25 @@ an organization out."""
 
 from __future__ import annotations
 
-import ipaddress
-import socket
-from urllib.parse import urlsplit
-
-import dns.exception
-import dns.resolver
+import requests
 from allauth.account.adapter import DefaultAccountAdapter
 from allauth.account.signals import user_logged_in
 from allauth.core.exceptions import ImmediateHttpResponse
 from allauth.socialaccount.adapter import DefaultSocialAccountAdapter
 from allauth.socialaccount.models import SocialApp
-from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.dispatch import receiver
 from django.shortcuts import render
 from django.urls import reverse
-from django.utils import timezone
 
 from . import audit
 from .models import Membership, Organization, SsoConnection
+from .sso_connections import SsoProblem, check_public
 
 PROVIDER = "openid_connect"
 SESSION_SSO_ORGS = "sso_organizations"  # the organizations this session signed in to through their provider
 JOINABLE_ROLES = (Membership.Role.ADMIN, Membership.Role.MEMBER)  # never owner: owners are made by owners
-
-
-class SsoProblem(Exception):
-    """A connection's settings or its domain proof are refused; the message says why."""
 
 
 def domain_of(email: str) -> str:
@@ -56,51 +47,19 @@ def connection_for_email(email: str) -> SsoConnection | None:
     )
 
 
-def check_issuer(issuer: str) -> str:
-    """An https issuer on a public address (its discovery, token and key URLs are fetched by this
-    server): a tenant cannot point the server at the operator's own network, unless
-    TTS_SSO_ALLOW_PRIVATE (tests, a provider on the LAN)."""
-    parts = urlsplit(issuer)
-    allow_private = settings.TTS_SSO_ALLOW_PRIVATE
-    if parts.scheme != "https" and not (allow_private and parts.scheme == "http"):
-        raise SsoProblem("The issuer must be an https:// URL.")
-    if not parts.hostname or parts.username or parts.password or parts.query or parts.fragment:
-        raise SsoProblem("The issuer must be a plain URL: scheme, host, optional port and path.")
-    if not allow_private:
+class ProviderSession(requests.Session):
+    """What the server fetches from a provider (discovery, keys, token, userinfo): public https
+    addresses only, checked before each request, and no redirects followed. (A host that changes
+    its address between the check and the connection is not caught: DNS rebinding.)"""
+
+    def request(self, method, url, *args, **kwargs):
         try:
-            addresses = {info[4][0] for info in socket.getaddrinfo(parts.hostname, parts.port or 443)}
-        except (OSError, UnicodeError) as exc:
-            raise SsoProblem(f"The issuer's host {parts.hostname} does not resolve.") from exc
-        if not all(ipaddress.ip_address(str(a).split("%")[0]).is_global for a in addresses):
-            raise SsoProblem("The issuer's host resolves to a private or reserved address.")
-    return issuer.rstrip("/")
-
-
-def verify_domain(connection: SsoConnection) -> SsoConnection:
-    """Looks up `_tts-saas.<domain>` TXT; when it holds the connection's token, the domain is proven
-    (once, for one organization: another organization's proven domain is refused)."""
-    resolver = dns.resolver.Resolver(configure=not settings.TTS_DNS_NAMESERVERS)
-    if settings.TTS_DNS_NAMESERVERS:
-        resolver.nameservers = list(settings.TTS_DNS_NAMESERVERS)
-        resolver.port = settings.TTS_DNS_PORT
-    resolver.lifetime = 5.0
-    try:
-        answer = resolver.resolve(connection.txt_name, "TXT")
-        found = {b"".join(r.strings).decode("utf-8", "replace") for r in answer}
-    except (dns.resolver.NXDOMAIN, dns.resolver.NoAnswer):
-        found = set()
-    except dns.exception.DNSException as exc:
-        raise SsoProblem(f"The DNS lookup of {connection.txt_name} failed ({type(exc).__name__}); try again.") from exc
-    if connection.domain_token not in found:
-        raise SsoProblem(f'No TXT record "{connection.domain_token}" at {connection.txt_name} yet.')
-    taken = SsoConnection.objects.filter(domain=connection.domain, domain_verified_at__isnull=False)
-    if taken.exclude(pk=connection.pk).exists():
-        raise SsoProblem(f"{connection.domain} is proven by another organization already.")
-    if connection.domain_verified_at is None:
-        connection.domain_verified_at = timezone.now()
-        connection.save(update_fields=["domain_verified_at"])
-        audit.record(connection.organization, "sso.domain_verified", target=f"domain:{connection.domain}")
-    return connection
+            check_public(url, "A provider URL")
+        except SsoProblem as exc:
+            raise requests.exceptions.InvalidURL(str(exc)) from exc
+        kwargs["allow_redirects"] = False
+        kwargs.setdefault("timeout", 10)
+        return super().request(method, url, *args, **kwargs)
 
 
 def app_for(connection: SsoConnection) -> SocialApp:
@@ -128,8 +87,31 @@ def role_for(connection: SsoConnection, claims: dict) -> str:
 
 
 def _claims(sociallogin) -> dict:
+    """Both claim sets merged (for the groups, which a provider may put in either)."""
     data = sociallogin.account.extra_data or {}
     return {**(data.get("id_token") or {}), **(data.get("userinfo") or {})}
+
+
+def _identity(sociallogin) -> dict:
+    """The claims allauth takes the person from: userinfo when it was fetched, else the id_token
+    (never a mix: the address checked is the address allauth signs in). Its `sub` must be the
+    id_token's, whose signature was checked."""
+    data = sociallogin.account.extra_data or {}
+    userinfo, token = data.get("userinfo") or {}, data.get("id_token") or {}
+    if userinfo and token and str(userinfo.get("sub")) != str(token.get("sub")):
+        return {}
+    return userinfo or token
+
+
+def _eligible(user, org: Organization) -> str:
+    """Why an existing account may not be signed in by `org`'s provider ("" if it may): staff, and
+    people in other organizations, keep the sign-in they have (a provider speaks for one tenant)."""
+    if user.is_staff or user.is_superuser:
+        return "This account is the operator's staff: sign in with its password."
+    elsewhere = Membership.objects.filter(user=user).exclude(organization=org).exists()
+    if elsewhere:
+        return "This account belongs to other organizations too: sign in with its password."
+    return ""
 
 
 def _refuse(request, message: str):
@@ -153,32 +135,49 @@ class AccountAdapter(DefaultAccountAdapter):
 class SsoAdapter(DefaultSocialAccountAdapter):
     def list_apps(self, request, provider=None, client_id=None) -> list[SocialApp]:
         connections = SsoConnection.objects.select_related("organization").filter(domain_verified_at__isnull=False)
-        if provider not in (None, PROVIDER):
+        if provider == PROVIDER:
+            return []  # the generic name is no organization's: each connection answers to its own id
+        if provider is not None:
             connections = connections.filter(provider_id=provider)
         if client_id:
             connections = connections.filter(client_id=client_id)
         return [app_for(c) for c in connections]
 
+    def get_requests_session(self):
+        return ProviderSession()
+
     def is_open_for_signup(self, request, sociallogin) -> bool:
         return True  # pre_social_login refused everyone outside the proven domain already
 
     def pre_social_login(self, request, sociallogin) -> None:
+        """Only a verified address of the proven domain gets in; an existing account of that address
+        (one of this organization's, or no one's) is connected here (not by allauth's e-mail
+        authentication, which would wipe its password: the owners' break-glass)."""
         connection = (
             SsoConnection.objects.select_related("organization")
             .filter(provider_id=sociallogin.account.provider, domain_verified_at__isnull=False)
             .first()
         )
-        if connection is None:
+        if connection is None or sociallogin.state.get("process", "login") != "login":
             raise _refuse(request, "This single sign-on connection no longer exists.")
-        claims = _claims(sociallogin)
-        email = str(claims.get("email") or "").strip().lower()
         org = connection.organization
+        identity = _identity(sociallogin)
+        email = str(identity.get("email") or "").strip().lower()
+        verified = [a for a in sociallogin.email_addresses if a.verified and a.email.lower() == email]
         if not email or domain_of(email) != connection.domain:
-            audit.record(org, "sso.refused", None, target=f"member:{email or claims.get('sub', '')}"[:200])
+            audit.record(org, "sso.refused", None, target=f"member:{email or identity.get('sub', '')}"[:200])
             raise _refuse(request, f"{org.name} signs in addresses at {connection.domain} only.")
-        if claims.get("email_verified") not in (True, "true", "True"):
+        if identity.get("email_verified") not in (True, "true", "True") or not verified:
             audit.record(org, "sso.refused", None, target=f"member:{email}")
             raise _refuse(request, "Your identity provider has not verified that e-mail address.")
+        user = sociallogin.user if sociallogin.is_existing else None
+        if user is None:
+            user = get_user_model().objects.filter(username__iexact=email).first()
+        if user is not None and (why := _eligible(user, org)):
+            audit.record(org, "sso.refused", None, target=f"member:{email}")
+            raise _refuse(request, why)
+        if user is not None and not sociallogin.is_existing:
+            sociallogin.connect(request, user)
 
     def populate_user(self, request, sociallogin, data):
         user = super().populate_user(request, sociallogin, data)
@@ -231,38 +230,3 @@ def sso_required_for(membership: Membership, session) -> bool:
     return SsoConnection.objects.filter(
         organization_id=membership.organization_id, enforced=True, domain_verified_at__isnull=False
     ).exists()
-
-
-SETTINGS = ("issuer", "client_id", "domain", "enforced", "default_role", "group_claim", "group_roles")
-
-
-def save_connection(org: Organization, fields: dict, by) -> SsoConnection:
-    """Creates or changes the organization's connection (`client_secret` kept when not sent). A new
-    domain must be proven anew; SSO is required only of a proven domain."""
-    current = SsoConnection.objects.filter(organization=org).first()
-    if current is None and not fields.get("client_secret"):
-        raise SsoProblem("client_secret is needed to connect a provider.")
-    fields = {**fields, "issuer": check_issuer(fields["issuer"]), "domain": fields["domain"].lower()}
-    connection = current or SsoConnection(organization=org)
-    before = {name: getattr(connection, name) for name in SETTINGS} if current else {}
-    for name in (*SETTINGS, "client_secret"):
-        if name in fields and (name != "client_secret" or fields[name]):
-            setattr(connection, name, fields[name])
-    if current is not None and before["domain"] != connection.domain:
-        connection.domain_verified_at = None
-        connection.domain_token = SsoConnection._meta.get_field("domain_token").get_default()
-    if connection.enforced and not connection.verified:
-        raise SsoProblem(f"Prove {connection.domain} first: single sign-on can be required only of a proven domain.")
-    connection.save()
-    after = {name: getattr(connection, name) for name in SETTINGS}
-    if "client_secret" in fields and fields["client_secret"] and current is not None:
-        after["client_secret"] = "changed"
-    audit.record_changes(org, "sso.updated", before, after, by)
-    return connection
-
-
-def delete_connection(org: Organization, by) -> bool:
-    deleted, _ = SsoConnection.objects.filter(organization=org).delete()
-    if deleted:
-        audit.record(org, "sso.deleted", by)
-    return bool(deleted)

@@ -5,7 +5,7 @@ needs its scope (keys, webhooks, organization: see accounts.scopes), checked by 
 from __future__ import annotations
 
 import re
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 from django.http import Http404
 from drf_spectacular.utils import extend_schema, extend_schema_view
@@ -32,6 +32,7 @@ from .serializers import (
     ClientTokenSerializer,
     DataRetentionSerializer,
     IpAllowlistSerializer,
+    KeyRotationSerializer,
     WebhookSecretSerializer,
 )
 from .tenancy import OwnOrganizationViewSet, TenantScopedViewSet
@@ -115,19 +116,22 @@ class ApiKeyViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, TenantScop
     @extend_schema(
         summary="Rotate an API key's secret",
         description="A new secret (`key`, in this response only) for the same key: its id, scopes, limits and "
-        "this month's counters stay; the old secret is refused at once.",
-        request=None,
+        "this month's counters stay; the old secret is refused at once, or after `grace_seconds` "
+        "(`previous_valid_until`), so that clients switch over without an outage.",
+        request=KeyRotationSerializer,
         responses={
             200: ApiKeyCreatedSerializer,
             **error_responses({**ADMIN_ONLY, **NO_KEY, 409: "The key is revoked or expired."}),
         },
     )
     def rotate(self, request, key_id: str):
-        refuse_any_body(request)
+        incoming = KeyRotationSerializer(data=request.data if request.body.strip() else {})
+        incoming.is_valid(raise_exception=True)
         key = self.get_object()
         if not key.is_usable():
             raise ApiError(409, "This key is revoked or expired: make a new one.", "key_not_usable")
-        raw = actions.rotate_key(key, request.user)
+        grace = timedelta(seconds=incoming.validated_data["grace_seconds"])
+        raw = actions.rotate_key(key, request.user, grace)
         response = Response({**ApiKeySerializer(key).data, "key": raw})
         response["Cache-Control"] = "no-store"
         return response

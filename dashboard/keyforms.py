@@ -51,9 +51,12 @@ class KeyForm(forms.Form):
         help_text="with “On a date”",
     )
 
-    def __init__(self, *args, organization=None, **kwargs):
+    def __init__(self, *args, organization=None, admin: bool = True, **kwargs):
         super().__init__(*args, **kwargs)
         self.organization = organization
+        if not admin:  # a member's own key: no management scopes, and theirs
+            self.fields["kind"].choices = [c for c in self.ACCESS if c[0] != "admin"]
+            del self.fields["owner"]
 
     def clean_allowed_ips(self):
         return networks_field(self.cleaned_data["allowed_ips"])
@@ -88,6 +91,16 @@ def networks_field(text: str) -> list[str]:
         return parse_networks([part for part in re.split(r"[\s,]+", text) if part])
     except ValueError as exc:
         raise forms.ValidationError(str(exc)) from None
+
+
+ROTATION_GRACE = [("0", "at once"), ("3600", "in 1 hour"), ("86400", "in 24 hours"), ("604800", "in 7 days")]
+
+
+class KeyChangeForm(forms.Form):
+    """A key renamed, or its secret rotated with the old one working for a grace period."""
+
+    name = forms.CharField(max_length=200, required=False)
+    grace = forms.ChoiceField(choices=ROTATION_GRACE, required=False, initial="86400", label="Old secret stops")
 
 
 class IpAllowlistForm(forms.Form):

@@ -11,6 +11,7 @@ from .views import (
     jobs,
     keys,
     lexicons,
+    organization,
     overview,
     playground,
     profile,
@@ -29,6 +30,7 @@ urlpatterns = [
     path("invite/<str:token>", account.accept_invitation, name="accept-invitation"),
     path("keys", keys.keys, name="keys"),
     re_path(r"^keys/(?P<prefix>[A-Za-z0-9]{12})/revoke$", keys.revoke_key, name="revoke-key"),  # else 404
+    re_path(r"^keys/(?P<prefix>[A-Za-z0-9]{12})/change$", keys.change_key, name="change-key"),
     path("members", team.members, name="members"),
     path("members/<int:membership_id>/remove", team.remove_member, name="remove-member"),
     path("invitations/<int:invitation_id>/revoke", team.revoke_invitation, name="revoke-invitation"),
@@ -55,6 +57,7 @@ urlpatterns = [
     path("history/<int:event_id>/audio", history.hit_audio, name="hit-audio"),
     path("security", security.security, name="security"),
     path("account", profile.account_page, name="account"),
+    path("organization", organization.organization, name="organization"),
     path("audit", audit.audit_log, name="audit"),
     path("audit.csv", audit.audit_csv, name="audit-csv"),
     path("docs", docs.docs, name="docs"),

@@ -20,6 +20,7 @@ from django.utils import timezone
 
 from accounts import actions
 from accounts.models import ApiKey, AuditEvent, Invitation, Membership, Organization
+from billing.models import UsageEvent
 
 pytestmark = pytest.mark.django_db
 
@@ -339,8 +340,8 @@ def test_the_page_says_what_each_role_may_do_and_the_checks_agree(client):
     bob = add_member(owner.organization, "bob@example.com")
     shown = text(client.get("/dashboard/members"))
     assert "What each role may do" in shown
-    assert "member Uses the playground (billed to the organization)" in shown
-    assert "admin Everything a member does, and: creates and revokes API keys" in shown
+    assert "member Uses the playground (billed to the organization), makes and manages their own API keys" in shown
+    assert "admin Everything a member does, and: sees, creates and revokes every API key" in shown
     assert "owner Everything an admin does, and: gives anyone any role" in shown
     assert "removes members" in shown and "the only owner can be neither demoted nor removed" in shown
     # What the text says of admins and members, as the views check it.
@@ -349,7 +350,11 @@ def test_the_page_says_what_each_role_may_do_and_the_checks_agree(client):
     assert client.post("/dashboard/members", {"email": "new@example.com", "role": "admin"}).status_code == 302
     assert client.post(f"/dashboard/members/{bob.pk}/remove").status_code == 403
     client.force_login(bob.user)
-    assert client.post("/dashboard/keys", {"name": "x", "kind": "standard", "expires": "never"}).status_code == 403
+    assert client.post("/dashboard/keys", {"name": "x", "kind": "standard", "expires": "never"}).status_code == 302
+    assert (
+        client.post("/dashboard/keys", {"name": "y", "kind": "admin", "expires": "never"}).status_code == 200
+    )  # refused
+    assert not ApiKey.objects.filter(name="y").exists()
     assert client.post("/dashboard/members", {"email": "new2@example.com", "role": "member"}).status_code == 403
 
 
@@ -634,3 +639,38 @@ def test_the_account_page_changes_the_password_lists_sessions_and_deletes_the_ac
     assert not get_user_model().objects.filter(email="bob@example.com").exists()
     assert ApiKey.objects.get(prefix=bobs_key.split("_")[1]).revoked_at is not None
     assert AuditEvent.objects.filter(organization=owner.organization, action="account.deleted").exists()
+
+
+def test_organization_settings_rename_leave_and_close(client):
+    """Before: no organization settings at all: no rename, no leave, no delete."""
+    owner = signup(client)
+    org = owner.organization
+    renamed = client.post("/dashboard/organization", {"action": "rename", "name": "Difference Engines"}, follow=True)
+    assert "The organization is now named Difference Engines." in messages_of(renamed)
+    assert "audio of asynchronous jobs is kept" in text(client.get("/dashboard/organization"))
+    refused = client.post("/dashboard/organization", {"action": "leave"}, follow=True)
+    assert "You are the last owner of Difference Engines" in messages_of(refused)
+    bob = add_member(org, "bob@example.com")
+    bob_client = Client()
+    bob_client.force_login(bob.user)
+    assert (
+        bob_client.post(
+            "/dashboard/organization", {"action": "close", "confirm_name": "Difference Engines"}
+        ).status_code
+        == 403
+    )
+    left = bob_client.post("/dashboard/organization", {"action": "leave"}, follow=True)
+    assert "You left Difference Engines." in messages_of(left) and not Membership.objects.filter(pk=bob.pk).exists()
+    key, _ = org.create_api_key("ci")
+    UsageEvent.objects.create(organization=org, api_key=key, characters=5, model="chattts")
+    typo = client.post("/dashboard/organization", {"action": "close", "confirm_name": "Difference"}, follow=True)
+    assert "Type the organization's name" in messages_of(typo) and Membership.objects.filter(organization=org).exists()
+    closed = client.post(
+        "/dashboard/organization", {"action": "close", "confirm_name": "Difference Engines"}, follow=True
+    )
+    assert "Difference Engines is closed." in messages_of(closed)
+    org.refresh_from_db()  # used once: kept as a closed record for the ledger
+    assert org.suspended_at is not None and not Membership.objects.filter(organization=org).exists()
+    assert ApiKey.objects.get(pk=key.pk).revoked_at is not None
+    assert AuditEvent.objects.filter(organization=org, action="organization.closed").exists()
+    assert "You are not a member of any organization" in text(closed)  # and the way on

@@ -138,3 +138,27 @@ def test_thresholds_are_told_once_by_a_signed_event_and_an_e_mail(live_stack, se
     # The beat task finds nothing new, and enqueues nothing.
     assert tasks.check_usage_alerts() == 0
     assert UsageAlert.objects.filter(organization=persona.org).count() == 4
+
+
+def test_a_rotation_with_a_grace_period_keeps_the_old_secret_working_until_then(live_stack, owner):
+    """Before: the old secret was refused at once, so every client had to switch in the same second."""
+    with live_stack.client(owner.key) as client:
+        made = client.post("/keys", json={"name": "rolling", "scopes": ["voices:read"]}).json()
+        unknown = client.post(f"/keys/{made['id']}/rotate", json={"grace": 60})
+        too_long = client.post(f"/keys/{made['id']}/rotate", json={"grace_seconds": 8 * 24 * 3600})
+        rotated = client.post(f"/keys/{made['id']}/rotate", json={"grace_seconds": 3600})
+    assert unknown.status_code == 400 and unknown.json()["error"]["param"] == "grace"
+    assert too_long.status_code == 400 and too_long.json()["error"]["param"] == "grace_seconds"
+    assert rotated.status_code == 200 and rotated.json()["previous_valid_until"] is not None
+    second = rotated.json()["key"]
+    for raw in (made["key"], second):  # both, for the hour
+        with live_stack.client(raw) as app:
+            assert app.get("/voices").status_code == 200
+    with live_stack.client(owner.key) as client:
+        third = client.post(f"/keys/{made['id']}/rotate").json()  # no grace: only the newest works
+    assert third["previous_valid_until"] is None
+    for raw, status in ((made["key"], 401), (second, 401), (third["key"], 200)):
+        with live_stack.client(raw) as app:
+            assert app.get("/voices").status_code == status
+    event = AuditEvent.objects.filter(action="key.rotated", target=f"key:{made['id']}").order_by("id").first()
+    assert event.after["previous_valid_until"] == rotated.json()["previous_valid_until"].replace("Z", "+00:00")

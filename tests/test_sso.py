@@ -203,3 +203,44 @@ def test_required_sso_holds_members_to_it_and_owners_keep_a_password(client, idp
     assert glass.post("/accounts/login/", {"username": "olive@acme.example", "password": PASSWORD}).status_code == 302
     assert glass.get("/dashboard/keys").status_code == 200
     assert AuditEvent.objects.filter(organization=acme.org, action="sso.break_glass", actor_label=owner.email).exists()
+
+
+def test_a_provider_speaks_only_for_accounts_of_its_own_organization_and_keeps_their_passwords(client, idp, dns):
+    """From a review: allauth's e-mail authentication would have signed the provider in to any
+    account of the domain (staff, other tenants' people) and wiped its password (the owners'
+    break-glass); repointing a proven domain at another provider needed no new proof."""
+    acme, globex = (make_persona(n, requests_per_minute=PERSONA_RATE) for n in ("Acme", "Globex"))
+    connect(client, acme, idp, dns, enforced=True)
+    users = get_user_model().objects
+    owner = users.create_user("olive@acme.example", "olive@acme.example", PASSWORD)
+    Membership.objects.create(user=owner, organization=acme.org, role="owner")
+    users.create_user("root@acme.example", "root@acme.example", PASSWORD, is_staff=True)
+    elsewhere = users.create_user("gil@acme.example", "gil@acme.example", PASSWORD)
+    Membership.objects.create(user=elsewhere, organization=globex.org, role="owner")
+    for sub, email, why in (
+        ("root", "root@acme.example", b"is the operator"),
+        ("gil", "gil@acme.example", b"belongs to other organizations"),
+    ):
+        idp.set_user(sub, email=email, email_verified=True)
+        refused = sso_sign_in(Client(), idp, sub, email)
+        assert refused.status_code == 403 and why in refused.content
+    assert not Membership.objects.filter(user=elsewhere, organization=acme.org).exists()
+    idp.set_user("olive", email="olive@acme.example", email_verified=True)
+    assert sso_sign_in(Client(), idp, "olive", "olive@acme.example")["Location"] == "/dashboard/"
+    owner.refresh_from_db()
+    assert owner.check_password(PASSWORD)  # the break-glass still works
+    # An admin key repoints the connection: the domain must be proven again, and SSO is no longer required.
+    moved = api(
+        client, acme.key, "put", "sso", {"issuer": "http://127.0.0.1:9", "client_id": "x", "domain": "acme.example"}
+    )
+    assert moved.status_code == 200 and moved.json()["domain_verified_at"] is None and not moved.json()["enforced"]
+    assert client.post("/accounts/sso/", {"email": "olive@acme.example"}).status_code == 200  # no proven connection
+    assert client.get("/accounts/sso/openid_connect/login/").status_code == 404  # the generic name is no one's
+
+
+def test_the_server_fetches_nothing_private_from_a_provider(settings):
+    settings.TTS_SSO_ALLOW_PRIVATE = False
+    with pytest.raises(requests.exceptions.InvalidURL, match="private or reserved"):
+        sso.ProviderSession().get("https://127.0.0.1/.well-known/openid-configuration")
+    with pytest.raises(requests.exceptions.InvalidURL, match="https"):
+        sso.ProviderSession().get("http://idp.example/token")

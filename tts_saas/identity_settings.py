@@ -32,13 +32,15 @@ ACCOUNT_LOGIN_METHODS = {"email"}
 ACCOUNT_SIGNUP_FIELDS = ["email*", "password1*"]
 ACCOUNT_USER_MODEL_USERNAME_FIELD = "username"  # the e-mail address, lower case (accounts.actions)
 ACCOUNT_EMAIL_VERIFICATION = "none"  # invitations prove an address; SSO: the proven domain's provider
-ACCOUNT_RATE_LIMITS = {"login": None, "login_failed": None}  # the sign-in view throttles (TTS_LOGIN_*)
+# The password form throttles itself (TTS_LOGIN_*); allauth's `login_failed` stays: it limits guesses
+# at second-factor codes.
+ACCOUNT_RATE_LIMITS = {"login": None}
 ACCOUNT_REAUTHENTICATION_TIMEOUT = 600  # seconds since a sign-in before changing second factors asks again
 # An organization's provider is trusted for the addresses of the domain it proved (accounts/sso.py):
-# an existing account with that address is signed in, and a new one is made just in time.
+# an existing account of that address (no one else's) is connected by the adapter, and a new one is
+# made just in time. allauth's own e-mail authentication is off: it would wipe the account's password.
 SOCIALACCOUNT_AUTO_SIGNUP = True
-SOCIALACCOUNT_EMAIL_AUTHENTICATION = True
-SOCIALACCOUNT_EMAIL_AUTHENTICATION_AUTO_CONNECT = True
+SOCIALACCOUNT_EMAIL_AUTHENTICATION = False
 SOCIALACCOUNT_EMAIL_VERIFICATION = "none"
 SOCIALACCOUNT_QUERY_EMAIL = True
 SOCIALACCOUNT_STORE_TOKENS = False  # nothing is called on the provider after sign-in

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from allauth.account.decorators import secure_admin_login
 from allauth.account.views import reauthenticate
+from allauth.socialaccount import views as social_views
 from django.contrib import admin
 from django.contrib.auth.views import LogoutView, PasswordChangeView
 from django.urls import include, path
@@ -20,10 +22,9 @@ from accounts.views import (
     WebhookSecretViewSet,
 )
 from billing.views import UsageViewSet, stripe_webhook, subscription
-from dashboard.throttles import posted, throttled
 from dashboard.views.account import password_reset, sign_in
 from dashboard.views.operations import operations
-from dashboard.views.sso import provider_callback, provider_login, sso_start
+from dashboard.views.sso import provider_callback, provider_login, sso_start, sso_unfinished
 from synthesis.api import discovery, jobs, speech, webhooks
 from tts_saas.metrics import metrics_view
 from tts_saas.views import health
@@ -32,9 +33,9 @@ from voices.lexicons import LexiconViewSet
 
 job = jobs.JobViewSet
 lexicons = LexiconViewSet
-staff_sign_in = throttled("admin-login", ("ip", "TTS_LOGIN_RATE"), (posted("username"), "TTS_LOGIN_ACCOUNT_RATE"))(
-    admin.site.login
-)
+# Staff sign in through the dashboard's sign-in (throttled, with their second factor); the admin
+# console's own form would log them in without it.
+staff_sign_in = secure_admin_login(admin.site.login)
 
 v1 = [
     path("audio/speech", speech.speech, name="speech"),
@@ -116,7 +117,11 @@ identity = [
     path("sso/<str:provider_id>/login/", provider_login, name="openid_connect_login"),
     path("sso/<str:provider_id>/login/callback/", provider_callback, name="openid_connect_callback"),
     path("2fa/", include("allauth.mfa.urls")),
-    path("social/", include("allauth.socialaccount.urls")),
+    # Of allauth's social pages only where a provider's refusal or a cancel lands (no connections page:
+    # a provider identity is tied to an account by the organization's own sign-in, nowhere else).
+    path("social/login/cancelled/", social_views.login_cancelled, name="socialaccount_login_cancelled"),
+    path("social/login/error/", social_views.login_error, name="socialaccount_login_error"),
+    path("social/signup/", sso_unfinished, name="socialaccount_signup"),
     path("sessions/", include("allauth.usersessions.urls")),
 ]
 
@@ -126,7 +131,7 @@ urlpatterns = [
     path("billing/stripe/webhook", stripe_webhook, name="stripe-webhook"),
     path("metrics", metrics_view),
     path("ops/", operations, name="operations"),
-    path("admin/login/", staff_sign_in),  # throttled like the dashboard's sign-in
+    path("admin/login/", staff_sign_in),  # the dashboard's sign-in, then back
     path("admin/", admin.site.urls),
     path("accounts/login/", sign_in, name="login"),  # throttled; the rest are Django's own
     path("accounts/password_reset/", password_reset, name="password_reset"),

@@ -4,6 +4,8 @@ allowlist."""
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 from django.contrib import messages
 from django.http import Http404
 from django.shortcuts import redirect
@@ -17,8 +19,8 @@ from billing.models import KeyQuotaPeriod
 from synthesis.api.webhooks import WebhookEndpointSerializer
 from tts_saas.errors import ApiError
 
-from ..access import member_required, page, require_admin
-from ..keyforms import IpAllowlistForm, KeyForm
+from ..access import member_required, page, require_active, require_admin
+from ..keyforms import ROTATION_GRACE, IpAllowlistForm, KeyChangeForm, KeyForm
 
 ROTATE_WEBHOOK_SECRET = "rotate-webhook-secret"  # the rotate form's `action`: it posts to this page
 IP_ALLOWLIST = "ip-allowlist"
@@ -50,9 +52,10 @@ def keys(request):
             else:
                 messages.info(request, "IP allowlist saved: API calls from other addresses are refused from now on.")
                 return redirect("dashboard:keys")
-    form = KeyForm(request.POST if request.method == "POST" and not posted else None, organization=org)
+    admin = request.principal.is_admin
+    form = KeyForm(request.POST if request.method == "POST" and not posted else None, organization=org, admin=admin)
     if request.method == "POST" and not posted:
-        require_admin(request, "manage API keys")
+        require_active(request)  # members make their own keys; owners and admins any
         if form.is_valid():
             key, raw = actions.create_key(
                 org,
@@ -62,7 +65,7 @@ def keys(request):
                 created_by=request.user,
                 scopes=scopes.PRESETS[form.cleaned_data["kind"]],
                 allowed_ips=form.cleaned_data["allowed_ips"],
-                owner=None if form.cleaned_data.get("owner") == "service" else request.user,
+                owner=None if admin and form.cleaned_data.get("owner") == "service" else request.user,
                 monthly_character_cap=form.cleaned_data["monthly_character_cap"],
                 requests_per_minute=form.cleaned_data["requests_per_minute"],
             )
@@ -72,6 +75,8 @@ def keys(request):
             return redirect("dashboard:keys")
     created = request.session.pop(NEW_KEY, None)
     every = scoped(ApiKey, org).select_related("created_by", "owner")
+    if not admin:  # a member sees their own keys; owners and admins every key
+        every = every.filter(owner=request.user)
     show_revoked = request.GET.get("revoked") == "1"  # revoked keys are history: listed on request
     return page(
         request,
@@ -86,6 +91,8 @@ def keys(request):
         created=created,
         base_url=request.build_absolute_uri("/v1").rstrip("/"),
         can_manage=request.principal.is_admin,
+        can_create=request.principal.organization.suspended_at is None,
+        graces=ROTATION_GRACE,
         webhook_secret=org.webhook_secret if request.principal.is_admin else None,
         previous_valid_until=org.previous_webhook_secret_valid_until(),
         rotate_action=ROTATE_WEBHOOK_SECRET,
@@ -148,13 +155,50 @@ SETTINGS = {
 }
 
 
+def managed_key(request, prefix: str) -> ApiKey:
+    """A key this member may change: any of the organization's for owners and admins, else their own."""
+    require_active(request)
+    keys = scoped(ApiKey, request.principal.organization).filter(prefix=prefix, revoked_at__isnull=True)
+    key = keys.first() if request.principal.is_admin else keys.filter(owner=request.user).first()
+    if key is None:
+        raise Http404
+    return key
+
+
 @require_POST
 @member_required
 def revoke_key(request, prefix: str):
-    require_admin(request, "manage API keys")
-    key = scoped(ApiKey, request.principal.organization).filter(prefix=prefix).first()
-    if key is None:
-        raise Http404
+    key = managed_key(request, prefix)
     actions.revoke_key(key, request.user)
     messages.info(request, f"Key {key.name} ({key.prefix}) revoked: it is refused from now on.")
+    return redirect("dashboard:keys")
+
+
+@require_POST
+@member_required
+def change_key(request, prefix: str):
+    """Rename a key, or rotate its secret (the new one shown once; the old one works for the grace chosen)."""
+    key = managed_key(request, prefix)
+    form = KeyChangeForm(request.POST)
+    if not form.is_valid():
+        raise Http404
+    if request.POST.get("action") == "rotate":
+        if not key.is_usable():
+            messages.error(request, f"Key {key.name} has expired: make a new one.")
+            return redirect("dashboard:keys")
+        grace = timedelta(seconds=int(form.cleaned_data["grace"] or 0))
+        raw = actions.rotate_key(key, request.user, grace)
+        request.session[NEW_KEY] = {"raw": raw, "name": key.name, "kind": key.kind, "rotated": True}
+        until = f"until {key.previous_valid_until:%Y-%m-%d %H:%M} UTC" if key.previous_valid_until else "no more"
+        messages.info(request, f"Key {key.name} has a new secret; the old one works {until}.")
+        return redirect("dashboard:keys")
+    name = form.cleaned_data["name"].strip()
+    taken = scoped(ApiKey, key.organization).filter(revoked_at__isnull=True, name__iexact=name).exclude(pk=key.pk)
+    if not name or taken.exists():
+        messages.error(
+            request, f"Not renamed: {'a key named “' + name + '” exists already' if name else 'give a name'}."
+        )
+    else:
+        actions.update_key(key, request.user, {"name": name})
+        messages.info(request, f"Key {key.prefix} is now named {name}.")
     return redirect("dashboard:keys")

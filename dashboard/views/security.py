@@ -9,7 +9,7 @@ from django.contrib import messages
 from django.shortcuts import redirect
 from django.urls import reverse
 
-from accounts import mfa, sso
+from accounts import mfa, sso_connections
 from accounts.identity_serializers import DOMAIN, ROLES
 from accounts.models import SsoConnection
 
@@ -81,20 +81,20 @@ def security(request):
         require_admin(request, "change the organization's sign-in rules")
     try:
         if posted == CONNECT and sso_form.is_valid():
-            sso.save_connection(org, sso_form.settings(), request.user)
+            sso_connections.save_connection(org, sso_form.settings(), request.user)
             messages.info(request, "Single sign-on saved.")
             return redirect("dashboard:security")
         if posted == VERIFY and connection is not None:
-            sso.verify_domain(connection)
+            sso_connections.verify_domain(connection)
             messages.info(request, f"{connection.domain} is proven: its people can sign in through your provider.")
             return redirect("dashboard:security")
-    except sso.SsoProblem as exc:
+    except sso_connections.SsoProblem as exc:
         if posted == CONNECT:
             sso_form.add_error(None, str(exc))
         else:
             messages.error(request, str(exc))
     if posted == DISCONNECT:
-        sso.delete_connection(org, request.user)
+        sso_connections.delete_connection(org, request.user)
         messages.info(request, "Single sign-on removed: members sign in with their passwords.")
         return redirect("dashboard:security")
     if posted == REQUIRE_MFA:

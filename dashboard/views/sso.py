@@ -56,6 +56,13 @@ class SignedTokenAdapter(OpenIDConnectOAuth2Adapter):
 
 
 def provider_login(request, provider_id: str):
+    """Always a sign-in: never `process=connect` (tying a provider identity to the signed-in account)."""
+    if request.method == "POST":
+        request.POST = request.POST.copy()
+        request.POST["process"] = "login"
+    else:
+        request.GET = request.GET.copy()
+        request.GET["process"] = "login"
     try:
         return OAuth2LoginView.adapter_view(SignedTokenAdapter(request, provider_id))(request)
     except SocialApp.DoesNotExist:
@@ -80,8 +87,13 @@ def sso_start(request):
     if request.method == "POST" and form.is_valid():
         connection = connection_for_email(form.cleaned_data["email"])
         if connection is not None:
-            request.POST = request.POST.copy()
-            request.POST["process"] = "login"
             return provider_login(request, connection.provider_id)
         form.add_error("email", "No organization signs in with single sign-on at that address's domain.")
     return render(request, "registration/sso.html", {"form": form})
+
+
+def sso_unfinished(request):
+    """Where allauth would ask a newcomer to fill in a sign-up form: here the provider's claims must
+    make the account by themselves, or it is refused."""
+    message = "Your identity provider did not give a verified address of your organization's domain."
+    return render(request, "registration/sso_refused.html", {"message": message}, status=403)
