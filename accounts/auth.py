@@ -37,6 +37,11 @@ class Principal:
         """The key the request is billed to (a client token's: the key that minted it)."""
         return self.api_key.pk if self.api_key is not None else None
 
+    @property
+    def member_id(self) -> int | None:
+        """The dashboard member making a request without a key (the playground, a preview)."""
+        return self.user_id if self.api_key is None else None
+
 
 def check_active(org: Organization) -> None:
     if org.is_suspended:

@@ -30,7 +30,9 @@ def set_require_mfa(org: Organization, required: bool, by) -> None:
     if org.require_mfa == required:
         return
     Organization.objects.filter(pk=org.pk).update(require_mfa=required)
-    audit.record(org, "settings.require_mfa", by, before=org.require_mfa, after=required)
+    audit.record(
+        org, "settings.require_mfa", by, before={"require_mfa": org.require_mfa}, after={"require_mfa": required}
+    )
     org.require_mfa = required
 
 

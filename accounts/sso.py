@@ -203,7 +203,8 @@ def _joined_by_sso(sender, request, user, **kwargs) -> None:
             before = membership.role
             membership.role = role
             membership.save(update_fields=["role"])
-            audit.record(org, "member.role_changed", "sso", target=f"member:{user.email}", before=before, after=role)
+            who = f"member:{user.email}"
+            audit.record(org, "member.role_changed", "sso", target=who, before={"role": before}, after={"role": role})
     audit.record(org, "sso.signed_in", user, ip=request.META.get("REMOTE_ADDR"))
     orgs = set(request.session.get(SESSION_SSO_ORGS, []))
     request.session[SESSION_SSO_ORGS] = sorted(orgs | {org.pk})

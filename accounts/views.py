@@ -121,7 +121,9 @@ class ApiKeyViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, TenantScop
         request=KeyRotationSerializer,
         responses={
             200: ApiKeyCreatedSerializer,
-            **error_responses({**ADMIN_ONLY, **NO_KEY, 409: "The key is revoked or expired."}),
+            **error_responses(
+                {400: "Not a grace period.", **ADMIN_ONLY, **NO_KEY, 409: "The key is revoked or expired."}
+            ),
         },
     )
     def rotate(self, request, key_id: str):

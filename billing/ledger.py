@@ -19,6 +19,7 @@ def settle(
     status: str,
     billed: int,
     api_key_id: int | None,
+    member_id: int | None = None,
     job_id=None,
     request_id: str = "",
     audio_seconds: float = 0.0,
@@ -37,6 +38,7 @@ def settle(
         return append(
             organization_id=org_id,
             api_key_id=api_key_id,
+            member_id=member_id,
             job_id=job_id,
             request_id=request_id,
             characters=billed,

@@ -9,6 +9,7 @@ finished request, written in the transaction that finishes it.
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 from django.db import models
 from django.utils import timezone
@@ -172,6 +173,10 @@ class UsageEvent(models.Model):
 
     organization = models.ForeignKey(Organization, on_delete=models.PROTECT, related_name="usage_events")
     api_key = models.ForeignKey(ApiKey, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    # Without a key: the dashboard member who played or previewed (null once their account is gone).
+    member = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     job_id = models.UUIDField(null=True, blank=True, unique=True)  # one ledger row per job, ever
     request_id = models.CharField(max_length=128, blank=True)
     characters = models.PositiveIntegerField()  # billed: 0 when the request failed

@@ -104,6 +104,9 @@ def usage_report(events, start: date, end: date, group_by: str, totals: dict = T
         data = [_clean({**r, "date": r["date"].isoformat()}) for r in rows.order_by("date")]
     elif group_by == "model":
         data = [_clean(r) for r in events.values("model").annotate(**totals).order_by("model")]
+    elif group_by == "member":  # requests made without a key: the dashboard member behind each
+        rows = events.filter(api_key__isnull=True).values("member__email").annotate(**totals).order_by("member__email")
+        data = [_clean({"member": r.pop("member__email"), **r}) for r in rows]
     else:
         rows = events.values("api_key__prefix", "api_key__name").annotate(**totals).order_by("api_key__prefix")
         data = [_clean({"key_id": r.pop("api_key__prefix"), "key_name": r.pop("api_key__name"), **r}) for r in rows]

@@ -119,16 +119,21 @@ def main() -> None:
         page.screenshot(path=OUT / "team.png", full_page=True)
         nav.get_by_role("link", name="Docs", exact=True).click()
         page.screenshot(path=OUT / "docs.png")
+        nav.get_by_role("link", name="Security", exact=True).click()
+        page.screenshot(path=OUT / "security.png", full_page=True)
+        page.click("#account-link")
+        page.screenshot(path=OUT / "account.png", full_page=True)
         page.set_viewport_size({"width": 390, "height": 844})  # a phone: the header as a menu
         page.goto(f"{base}/dashboard/keys")
         page.click("button.menu-toggle")
         page.screenshot(path=OUT / "phone-menu.png")
         page.set_viewport_size({"width": 1100, "height": 760})
         billing(page, base, stripe_fake)
+        page.context.clear_cookies()  # staff sign in through the dashboard's sign-in page
         page.goto(f"{base}/admin/login/?next=/ops/")
         page.fill("#id_username", "ops")
         page.fill("#id_password", "screenshots-only-password")
-        page.click("input[type=submit]")
+        page.click("main button[type=submit]")
         page.wait_for_url(f"{base}/ops/")
         page.screenshot(path=OUT / "operations.png", full_page=True)
     for png in sorted(OUT.glob("*.png")):

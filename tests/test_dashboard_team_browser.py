@@ -60,6 +60,6 @@ def test_an_owner_invites_someone_who_joins_and_becomes_an_admin(live_stack):
 
         roles = page.locator("#roles")
         assert roles.is_visible()
-        assert "creates and revokes API keys" in roles.inner_text()
+        assert "sees, creates and revokes every API key" in roles.inner_text()
         assert "the only owner can be neither demoted nor removed" in roles.inner_text()
         assert page.errors == []

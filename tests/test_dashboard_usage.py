@@ -23,6 +23,7 @@ from dashboard.charts import Metric, bar_chart
 from synthesis.audio import cache
 from synthesis.models import Job
 from tests.factories import make_job
+from tests.waiting import wait_until
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("empty_audio_cache")]
 
@@ -472,3 +473,19 @@ def test_the_value_axis_has_round_steps_for_counts_and_minutes():
     assert [t["label"] for t in short["value_ticks"]] == ["0", "0.1", "0.2", "0.3"]
     assert short["bars"][0]["tip"].endswith(": 0.25 audio minutes") and short["bars"][1]["h"] == 2  # still seen
     assert bar_chart([(day, 0)] * 7, Metric("characters"))["empty"]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_history_and_usage_name_the_member_behind_a_preview(live_stack, client):
+    """Before: every play and preview made while signed in showed as "Dashboard (no key)"."""
+    org = signup(client)
+    previewed = client.get("/dashboard/voices/alloy/preview?model=chattts")
+    assert previewed.status_code == 200 and previewed["Content-Type"] == "audio/mpeg"
+    wait_until(lambda: UsageEvent.objects.filter(organization=org).exists(), 60, "the preview's ledger row")
+    event = UsageEvent.objects.get(organization=org)
+    assert event.api_key is None and event.member.email == "ada@example.com" and event.characters == 0
+    history = html.unescape(client.get("/dashboard/history").content.decode())
+    assert "Dashboard: ada@example.com" in history
+    usage = html.unescape(client.get("/dashboard/usage").content.decode())
+    members = usage.split('id="usage-members"', 1)[1].split("</table>", 1)[0]
+    assert "ada@example.com" in members

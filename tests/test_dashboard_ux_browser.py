@@ -232,6 +232,11 @@ MEMBER_PAGES = (
     "/dashboard/audit?action=key.",
     "/dashboard/security",
     "/accounts/2fa/",
+    "/dashboard/account",
+    "/dashboard/organization",
+    "/dashboard/signup",  # signed in: a new organization
+    "/accounts/sessions/",
+    "/accounts/password_change/",
     "/dashboard/members",
     "/dashboard/docs",
     "/dashboard/billing/",
@@ -240,6 +245,7 @@ MEMBER_PAGES = (
 VISITOR_PAGES = (
     "/accounts/login/",
     "/accounts/sso/",
+    "/dashboard/invite/not-a-known-token",
     "/dashboard/signup",
     "/accounts/password_reset/",
     "/accounts/password_reset/done/",

@@ -125,6 +125,6 @@ def test_an_organization_requiring_a_second_factor_sends_members_to_add_one(clie
     assert acme.org.require_mfa is False
     changes = AuditEvent.objects.filter(organization=acme.org, action="settings.require_mfa").order_by("id")
     assert [(e.before, e.after, e.actor_label) for e in changes] == [
-        (False, True, "Acme key"),
-        (True, False, "olive@example.com"),
+        ({"require_mfa": False}, {"require_mfa": True}, "Acme key"),
+        ({"require_mfa": True}, {"require_mfa": False}, "olive@example.com"),
     ]

@@ -151,7 +151,7 @@ def test_people_of_the_domain_join_just_in_time_with_the_role_their_groups_map_t
     joined = events.get(action="member.joined", target="member:ed@acme.example")
     assert joined.after == {"role": "admin", "via": "sso"}
     changed = events.get(action="member.role_changed", target="member:ed@acme.example")
-    assert (changed.before, changed.after, changed.actor_id) == ("admin", "member", "sso")
+    assert (changed.before, changed.after, changed.actor_id) == ({"role": "admin"}, {"role": "member"}, "sso")
 
 
 def test_addresses_outside_the_proven_domain_or_unverified_are_refused(client, idp, dns):

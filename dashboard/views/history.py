@@ -154,7 +154,7 @@ def row_audio(event: UsageEvent, job: Job | None, in_cache: set[str] | None) -> 
 def history(request):
     org = request.principal.organization
     form = HistoryFilter(request.GET or None, organization=org)
-    events = scoped(UsageEvent, org).select_related("api_key").order_by("-created_at", "-id")
+    events = scoped(UsageEvent, org).select_related("api_key", "member").order_by("-created_at", "-id")
     if form.is_bound:
         events = form.apply(events)
     page_obj = Paginator(events, PAGE_SIZE).get_page(request.GET.get("page"))
@@ -176,6 +176,7 @@ def history(request):
                 "event": event,
                 "job": job,
                 "key": event.api_key,
+                "member": event.member,
                 "model": title_of(event.model),
                 "audio": row_audio(event, job, in_cache),
             }

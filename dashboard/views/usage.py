@@ -141,6 +141,12 @@ def per_key(org, period: Period) -> list[dict]:
     return sorted(rows, key=lambda r: (-r["characters"], -r["all_requests"], r["key_id"] or ""))
 
 
+def per_member(org, period: Period) -> list[dict]:
+    """The period's requests made without a key (playground, previews), per member, busiest first."""
+    rows = report(org, period, "member")["data"]
+    return sorted(rows, key=lambda r: (-r["characters"], -r["all_requests"], r["member"] or ""))
+
+
 def per_model(org, period: Period) -> list[dict]:
     """The period's totals per model (the ledger's engine name), most characters first."""
     since = datetime.combine(period.start, time.min, tzinfo=UTC)
@@ -211,6 +217,9 @@ def usage(request):
             for row in keys
         ],
         models=[{"name": row["model"], "title": title_of(row["model"]), **shown_row(row)} for row in models],
+        members=[
+            {"email": row["member"] or "a member no longer here", **shown_row(row)} for row in per_member(org, period)
+        ],
         no_key=NO_KEY,
         csv_by_day=link("dashboard:usage-csv", by="day", **period.query),
         csv_by_key=link("dashboard:usage-csv", by="key", **period.query),

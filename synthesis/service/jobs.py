@@ -99,6 +99,7 @@ def submit_job(
             job = Job.objects.create(
                 organization=org,
                 api_key=principal.api_key,
+                member_id=principal.member_id,
                 request_id=request_id,
                 model=speech.spec.name,
                 voice=data["voice"],
@@ -191,6 +192,7 @@ def settle_job(
                 billed=billed,
                 status=LEDGER_STATUS.get(status, UsageEvent.Status.FAILED),
                 api_key_id=job.api_key_id,
+                member_id=job.member_id,
                 job_id=job.id,
                 request_id=job.request_id,
                 audio_seconds=audio_seconds,
