@@ -100,9 +100,11 @@ def main() -> None:
         body = {"input": "A longer article, read as an asynchronous job.", "seed": 3}
         job = httpx.post(f"{base}/v1/jobs", headers=auth, json=body, timeout=60).json()
         for _ in range(600):  # until it has finished, so that the jobs page can play its audio
-            if httpx.get(f"{base}/v1/jobs/{job['id']}", headers=auth).json()["status"] not in ("queued", "running"):
+            answer = httpx.get(f"{base}/v1/jobs/{job['id']}", headers=auth)
+            if answer.status_code == 200 and answer.json()["status"] not in ("queued", "running"):
                 break
-            time.sleep(0.2)
+            # The Free plan's rate limit may answer 429 to this polling: wait as it says.
+            time.sleep(0.2 if answer.status_code == 200 else float(answer.headers.get("retry-after", 1)))
         nav = page.locator("nav[aria-label=Dashboard]")
         nav.get_by_role("link", name="History", exact=True).click()
         page.screenshot(path=OUT / "history.png", full_page=True)
