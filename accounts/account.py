@@ -7,6 +7,7 @@ from django.db import transaction
 from django.db.models import Count, Q
 
 from . import audit
+from .actions import LastOwner, lock_owners_and
 from .keys import hand_over_keys
 from .models import Membership, Organization
 
@@ -20,10 +21,6 @@ def last_owner_of(user) -> list[Organization]:
         .filter(owners=1)
         .order_by("name")
     )
-
-
-class LastOwner(Exception):
-    """The account is the last owner of an organization (named in the message)."""
 
 
 def delete_account(user) -> None:
@@ -44,10 +41,8 @@ def leave(membership: Membership) -> None:
     """A member leaves an organization (their own keys revoked); the last owner cannot."""
     org, user = membership.organization, membership.user
     with transaction.atomic():
-        owners = list(
-            Membership.objects.select_for_update().filter(organization=org, role=Membership.Role.OWNER).order_by("pk")
-        )
-        if [m.pk for m in owners] == [membership.pk]:
+        owners, _ = lock_owners_and(org, membership.pk)
+        if owners == [membership.pk]:
             raise LastOwner(f"You are the last owner of {org.name}: make another member an owner first.")
         hand_over_keys(org, user, "revoke", membership)
         Membership.objects.filter(pk=membership.pk).delete()

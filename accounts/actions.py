@@ -224,7 +224,7 @@ def remove_member(acting: Membership, membership_id: int, keys_to: str = "revoke
     with transaction.atomic():
         # The acting role and the target's are read under the locks: an owner demoted meanwhile
         # removes nobody, and two owners removing each other at once cannot both succeed.
-        owners, target = _lock_owners_and(org, membership_id)
+        owners, target = lock_owners_and(org, membership_id)
         if acting.pk not in owners:  # demoted or removed since `acting` was read
             raise NotAllowed("Only owners remove members.")
         if target.role == Membership.Role.OWNER and owners == [target.pk]:
@@ -235,7 +235,7 @@ def remove_member(acting: Membership, membership_id: int, keys_to: str = "revoke
     return target
 
 
-def _lock_owners_and(org: Organization, membership_id: int) -> tuple[list[int], Membership]:
+def lock_owners_and(org: Organization, membership_id: int) -> tuple[list[int], Membership]:
     """Inside a transaction: the organization's owners' rows locked (in pk order, so that two
     callers cannot deadlock), then the target membership's; the owners' pks and the target.
     Membership.DoesNotExist for another organization's id."""
@@ -282,7 +282,7 @@ def change_role(acting: Membership, membership_id: int, role: str) -> tuple[Memb
     org = acting.organization
     with transaction.atomic():
         # Two owners demoting each other at once cannot both succeed.
-        owners, target = _lock_owners_and(org, membership_id)
+        owners, target = lock_owners_and(org, membership_id)
         current = Membership.objects.filter(pk=acting.pk).first()  # the acting role as it is now
         if current is None or role not in assignable_roles(current, target):
             raise NotAllowed(

@@ -12,6 +12,17 @@ from tts_saas.serializers import StrictSerializer
 from .sso import JOINABLE_ROLES
 
 DOMAIN = re.compile(r"^(?=.{1,253}$)(?!-)[a-z0-9-]{1,63}(?<!-)(\.(?!-)[a-z0-9-]{1,63}(?<!-))+$")
+NOT_A_DOMAIN = "Not a domain name, e.g. example.com."
+
+
+def checked_domain(value: str) -> str:
+    """An e-mail domain as stored (lower case); ValueError when it is not one."""
+    value = value.strip().lower()
+    if not DOMAIN.match(value):
+        raise ValueError(NOT_A_DOMAIN)
+    return value
+
+
 ROLES = [(role.value, role.value) for role in reversed(JOINABLE_ROLES)]  # member first: the default
 
 
@@ -42,10 +53,10 @@ class SsoConnectionSerializer(StrictSerializer):
     domain_verified_at = serializers.DateTimeField(read_only=True, allow_null=True)
 
     def validate_domain(self, value: str) -> str:
-        value = value.strip().lower()
-        if not DOMAIN.match(value):
-            raise serializers.ValidationError("Not a domain name, e.g. example.com.")
-        return value
+        try:
+            return checked_domain(value)
+        except ValueError as exc:
+            raise serializers.ValidationError(str(exc)) from None
 
 
 class RequireMfaSerializer(StrictSerializer):

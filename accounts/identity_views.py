@@ -4,7 +4,6 @@ the `organization` scope (read or write), checked by the API's policy."""
 
 from __future__ import annotations
 
-from django.urls import reverse
 from drf_spectacular.utils import extend_schema
 from rest_framework import status
 from rest_framework.response import Response
@@ -15,6 +14,7 @@ from tts_saas.serializers import refuse_any_body
 from . import mfa, sso_connections
 from .identity_serializers import RequireMfaSerializer, SsoConnectionSerializer
 from .models import SsoConnection
+from .sso import redirect_uri
 from .tenancy import OwnOrganizationViewSet
 
 ADMIN_ONLY = {403: "The key lacks the organization scope, or the organization is suspended."}
@@ -22,11 +22,10 @@ NONE = {404: "The organization has no single sign-on connection."}
 
 
 def _shown(connection: SsoConnection, request) -> dict:
-    callback = reverse("openid_connect_callback", kwargs={"provider_id": connection.provider_id})
     return {
         **SsoConnectionSerializer(connection).data,
         "provider_id": connection.provider_id,
-        "redirect_uri": request.build_absolute_uri(callback),
+        "redirect_uri": redirect_uri(connection, request),
         "domain_record_name": connection.txt_name,
         "domain_record_value": connection.domain_token,
         "domain_verified_at": connection.domain_verified_at,

@@ -27,33 +27,28 @@ def second_factor_missing(membership: Membership, session) -> bool:
 
 
 def set_require_mfa(org: Organization, required: bool, by) -> None:
-    if org.require_mfa == required:
-        return
-    Organization.objects.filter(pk=org.pk).update(require_mfa=required)
-    audit.record(
-        org, "settings.require_mfa", by, before={"require_mfa": org.require_mfa}, after={"require_mfa": required}
-    )
-    org.require_mfa = required
+    before, org.require_mfa = org.require_mfa, required
+    org.save(update_fields=["require_mfa"])
+    audit.record_changes(org, "settings.require_mfa", {"require_mfa": before}, {"require_mfa": required}, by)
 
 
-def _each_org(user, action: str, request, authenticator) -> None:
+def _each_org(user, action: str, request, by, target: str) -> None:
+    """`action` in the audit log of each of `user`'s organizations."""
     ip = request.META.get("REMOTE_ADDR") if request is not None else None
     for membership in Membership.objects.filter(user=user).select_related("organization"):
-        audit.record(membership.organization, action, user, target=f"mfa:{authenticator.type}", ip=ip)
+        audit.record(membership.organization, action, by, target=target, ip=ip)
 
 
 @receiver(authenticator_added)
 def _added(sender, request, user, authenticator, **kwargs) -> None:
-    _each_org(user, "mfa.added", request, authenticator)
+    _each_org(user, "mfa.added", request, user, f"mfa:{authenticator.type}")
 
 
 @receiver(authenticator_removed)
 def _removed(sender, request, user, authenticator, **kwargs) -> None:
-    _each_org(user, "mfa.removed", request, authenticator)
+    _each_org(user, "mfa.removed", request, user, f"mfa:{authenticator.type}")
 
 
 @receiver(authentication_failed)
 def _failed(sender, request, user, **kwargs) -> None:
-    ip = request.META.get("REMOTE_ADDR") if request is not None else None
-    for membership in Membership.objects.filter(user=user).select_related("organization"):
-        audit.record(membership.organization, "signin.failed", None, target=f"mfa:{user.email}", ip=ip)
+    _each_org(user, "signin.failed", request, None, f"mfa:{user.email}")

@@ -8,6 +8,7 @@ from tts_saas.serializers import StrictSerializer
 
 from . import client_tokens
 from . import scopes as key_scopes
+from .keys import MAX_ROTATION_GRACE
 from .models import KEY_SCHEME, ApiKey, Organization
 from .network import parse_networks
 
@@ -15,7 +16,7 @@ from .network import parse_networks
 class KeyRotationSerializer(StrictSerializer):
     grace_seconds = serializers.IntegerField(
         min_value=0,
-        max_value=7 * 24 * 3600,
+        max_value=int(MAX_ROTATION_GRACE.total_seconds()),
         default=0,
         help_text="How long the old secret keeps working (at most 7 days); 0: refused at once.",
     )

@@ -62,6 +62,13 @@ class ProviderSession(requests.Session):
         return super().request(method, url, *args, **kwargs)
 
 
+def redirect_uri(connection: SsoConnection, request) -> str:
+    """The callback URL the organization registers at its provider."""
+    return request.build_absolute_uri(
+        reverse("openid_connect_callback", kwargs={"provider_id": connection.provider_id})
+    )
+
+
 def app_for(connection: SsoConnection) -> SocialApp:
     """allauth's app for a connection (not saved: the connection is the record)."""
     return SocialApp(
@@ -114,7 +121,10 @@ def _eligible(user, org: Organization) -> str:
     return ""
 
 
-def _refuse(request, message: str):
+def _refuse(request, message: str, org: Organization | None = None, who: str = ""):
+    """The page that says why; recorded as `sso.refused` in `org`'s audit log when one is named."""
+    if org is not None:
+        audit.record(org, "sso.refused", None, target=f"member:{who}"[:200])
     response = render(request, "registration/sso_refused.html", {"message": message}, status=403)
     return ImmediateHttpResponse(response)
 
@@ -165,17 +175,15 @@ class SsoAdapter(DefaultSocialAccountAdapter):
         email = str(identity.get("email") or "").strip().lower()
         verified = [a for a in sociallogin.email_addresses if a.verified and a.email.lower() == email]
         if not email or domain_of(email) != connection.domain:
-            audit.record(org, "sso.refused", None, target=f"member:{email or identity.get('sub', '')}"[:200])
-            raise _refuse(request, f"{org.name} signs in addresses at {connection.domain} only.")
+            who = email or str(identity.get("sub", ""))
+            raise _refuse(request, f"{org.name} signs in addresses at {connection.domain} only.", org, who)
         if identity.get("email_verified") not in (True, "true", "True") or not verified:
-            audit.record(org, "sso.refused", None, target=f"member:{email}")
-            raise _refuse(request, "Your identity provider has not verified that e-mail address.")
+            raise _refuse(request, "Your identity provider has not verified that e-mail address.", org, email)
         user = sociallogin.user if sociallogin.is_existing else None
         if user is None:
             user = get_user_model().objects.filter(username__iexact=email).first()
         if user is not None and (why := _eligible(user, org)):
-            audit.record(org, "sso.refused", None, target=f"member:{email}")
-            raise _refuse(request, why)
+            raise _refuse(request, why, org, email)
         if user is not None and not sociallogin.is_existing:
             sociallogin.connect(request, user)
 
@@ -225,9 +233,12 @@ def _break_glass(sender, request, user, **kwargs) -> None:
 
 def sso_required_for(membership: Membership, session) -> bool:
     """Whether this member must sign in through the organization's provider before using it (owners
-    never: their password sign-in is the break-glass, recorded at sign-in)."""
+    never: their password sign-in is the break-glass, recorded at sign-in). The connection is read
+    with the membership when the caller selected `organization__sso` (no query of its own)."""
     if membership.role == Membership.Role.OWNER or membership.organization_id in session.get(SESSION_SSO_ORGS, []):
         return False
-    return SsoConnection.objects.filter(
-        organization_id=membership.organization_id, enforced=True, domain_verified_at__isnull=False
-    ).exists()
+    try:
+        connection = membership.organization.sso
+    except SsoConnection.DoesNotExist:
+        return False
+    return connection.enforced and connection.verified

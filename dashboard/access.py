@@ -29,7 +29,7 @@ SESSION_ORG = "organization_id"
 def current_membership(request) -> tuple[Membership | None, list[Membership]]:
     """The signed-in user's membership in the organization the session chose (else their first),
     and all their memberships."""
-    memberships = list(Membership.objects.filter(user=request.user).select_related("organization"))
+    memberships = list(Membership.objects.filter(user=request.user).select_related("organization", "organization__sso"))
     chosen = request.session.get(SESSION_ORG)
     current = next((m for m in memberships if m.organization_id == chosen), memberships[0] if memberships else None)
     return current, memberships

@@ -32,24 +32,22 @@ class PasswordField(forms.CharField):
         validate_password(value)
 
 
-class SignupForm(forms.Form):
-    email = forms.EmailField(label="E-mail", widget=forms.EmailInput(attrs={"autocomplete": "email"}))
-    password = PasswordField()
+class OrganizationForm(forms.Form):
     organization = forms.CharField(
         max_length=200, label="Organization name", widget=forms.TextInput(attrs={"autocomplete": "organization"})
     )
+
+
+class SignupForm(OrganizationForm):
+    email = forms.EmailField(label="E-mail", widget=forms.EmailInput(attrs={"autocomplete": "email"}))
+    password = PasswordField()
+    field_order = ["email", "password", "organization"]
 
     def clean_email(self):
         email = self.cleaned_data["email"].lower()
         if get_user_model().objects.filter(username__iexact=email).exists():
             raise forms.ValidationError("An account with this e-mail exists already: log in instead.")
         return email
-
-
-class OrganizationForm(forms.Form):
-    organization = forms.CharField(
-        max_length=200, label="Organization name", widget=forms.TextInput(attrs={"autocomplete": "organization"})
-    )
 
 
 class InviteForm(forms.Form):

@@ -13,6 +13,12 @@ from accounts.models import ApiKey
 from accounts.network import parse_networks
 
 
+def name_taken(organization, name: str, renamed: ApiKey | None = None) -> bool:
+    """Another active key of the organization has this name (in any case)."""
+    active = ApiKey.objects.filter(organization=organization, revoked_at__isnull=True, name__iexact=name)
+    return active.exclude(pk=renamed.pk).exists() if renamed is not None else active.exists()
+
+
 class KeyForm(forms.Form):
     EXPIRY = [("never", "Never"), ("30", "In 30 days"), ("90", "In 90 days"), ("date", "On a date")]
 
@@ -63,8 +69,7 @@ class KeyForm(forms.Form):
 
     def clean_name(self):
         name = self.cleaned_data["name"].strip()
-        active = ApiKey.objects.filter(organization=self.organization, revoked_at__isnull=True, name__iexact=name)
-        if self.organization is not None and active.exists():
+        if self.organization is not None and name_taken(self.organization, name):
             raise forms.ValidationError(f"A key named “{name}” exists already: choose another name.")
         return name
 

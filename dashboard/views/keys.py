@@ -20,7 +20,7 @@ from synthesis.api.webhooks import WebhookEndpointSerializer
 from tts_saas.errors import ApiError
 
 from ..access import member_required, page, require_active, require_admin
-from ..keyforms import ROTATION_GRACE, IpAllowlistForm, KeyChangeForm, KeyForm
+from ..keyforms import ROTATION_GRACE, IpAllowlistForm, KeyChangeForm, KeyForm, name_taken
 
 ROTATE_WEBHOOK_SECRET = "rotate-webhook-secret"  # the rotate form's `action`: it posts to this page
 IP_ALLOWLIST = "ip-allowlist"
@@ -193,8 +193,7 @@ def change_key(request, prefix: str):
         messages.info(request, f"Key {key.name} has a new secret; the old one works {until}.")
         return redirect("dashboard:keys")
     name = form.cleaned_data["name"].strip()
-    taken = scoped(ApiKey, key.organization).filter(revoked_at__isnull=True, name__iexact=name).exclude(pk=key.pk)
-    if not name or taken.exists():
+    if not name or name_taken(key.organization, name, renamed=key):
         messages.error(
             request, f"Not renamed: {'a key named “' + name + '” exists already' if name else 'give a name'}."
         )

@@ -11,7 +11,8 @@ from django.contrib.auth.decorators import login_required
 from django.shortcuts import redirect, render
 
 from accounts import account as accounts_of_people
-from accounts.models import Membership
+
+from ..access import current_membership
 
 
 class DeleteAccountForm(forms.Form):
@@ -33,7 +34,7 @@ class DeleteAccountForm(forms.Form):
 
 @login_required
 def account_page(request):
-    memberships = list(Membership.objects.filter(user=request.user).select_related("organization"))
+    current, memberships = current_membership(request)
     blocking = accounts_of_people.last_owner_of(request.user)
     form = DeleteAccountForm(request.POST or None, user=request.user)
     if request.method == "POST" and not blocking and form.is_valid():
@@ -43,7 +44,6 @@ def account_page(request):
         messages.info(request, f"The account {email} is deleted.")
         return redirect("login")
     context = {"memberships": memberships, "blocking": blocking, "form": form}
-    if memberships:
-        current = next((m for m in memberships if m.organization_id == request.session.get("organization_id")), None)
-        context.update(current_org=(current or memberships[0]).organization, membership=current or memberships[0])
+    if current is not None:
+        context.update(current_org=current.organization, membership=current)
     return render(request, "dashboard/account.html", context)

@@ -7,11 +7,11 @@ from allauth.mfa.models import Authenticator
 from django import forms
 from django.contrib import messages
 from django.shortcuts import redirect
-from django.urls import reverse
 
 from accounts import mfa, sso_connections
-from accounts.identity_serializers import DOMAIN, ROLES
+from accounts.identity_serializers import ROLES, checked_domain
 from accounts.models import SsoConnection
+from accounts.sso import redirect_uri
 
 from ..access import member_required, page, require_admin
 
@@ -47,10 +47,10 @@ class SsoForm(forms.Form):
     )
 
     def clean_domain(self):
-        domain = self.cleaned_data["domain"].strip().lower()
-        if not DOMAIN.match(domain):
-            raise forms.ValidationError("Not a domain name, e.g. example.com.")
-        return domain
+        try:
+            return checked_domain(self.cleaned_data["domain"])
+        except ValueError as exc:
+            raise forms.ValidationError(str(exc)) from None
 
     def settings(self) -> dict:
         data = dict(self.cleaned_data)
@@ -102,11 +102,7 @@ def security(request):
         messages.info(request, "Second-factor rule saved.")
         return redirect("dashboard:security")
     factors = Authenticator.objects.filter(user=request.user).values_list("type", flat=True)
-    callback = (
-        request.build_absolute_uri(reverse("openid_connect_callback", kwargs={"provider_id": connection.provider_id}))
-        if connection
-        else ""
-    )
+    callback = redirect_uri(connection, request) if connection else ""
     return page(
         request,
         "security.html",
