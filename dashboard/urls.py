@@ -19,6 +19,7 @@ from .views import (
     team,
     usage,
     voices,
+    webhooks,
 )
 
 app_name = "dashboard"
@@ -55,6 +56,9 @@ urlpatterns = [
     path("jobs", jobs.jobs, name="jobs"),  # now History
     path("jobs/<uuid:job_id>/audio", history.job_audio, name="job-audio"),
     path("history/<int:event_id>/audio", history.hit_audio, name="hit-audio"),
+    path("webhooks", webhooks.webhooks, name="webhooks"),
+    path("webhooks/test", webhooks.send_test, name="webhook-test"),
+    path("webhooks/jobs/<uuid:job_id>/redeliver", webhooks.redeliver, name="webhook-redeliver"),
     path("security", security.security, name="security"),
     path("account", profile.account_page, name="account"),
     path("organization", organization.organization, name="organization"),

@@ -23,7 +23,7 @@ from django.conf import settings
 from billing import alerts as billing_alerts
 from billing.limits import limits_for
 from inference.text import TextError
-from synthesis.service import alerts, callbacks, maintenance, workers
+from synthesis.service import alerts, callbacks, deliveries, maintenance, workers
 from synthesis.service.jobs import claim_job, fail_job
 from synthesis.worker import lifecycle
 from synthesis.worker.lifecycle import current
@@ -194,4 +194,6 @@ def email_usage_alert(alert_id: int) -> int:
 
 @shared_task(name="synthesis.tasks.delete_old_jobs")
 def delete_old_jobs() -> int:
-    return maintenance.delete_old_jobs()
+    """Beat, hourly: jobs past their retention (their deliveries with them), then the other entries
+    of the webhook delivery log past theirs."""
+    return maintenance.delete_old_jobs() + deliveries.delete_old()

@@ -230,6 +230,8 @@ MEMBER_PAGES = (
     "/dashboard/history",
     "/dashboard/audit",
     "/dashboard/audit?action=key.",
+    "/dashboard/webhooks",
+    "/dashboard/webhooks?outcome=failed",
     "/dashboard/security",
     "/accounts/2fa/",
     "/dashboard/account",

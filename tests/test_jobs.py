@@ -6,11 +6,9 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import threading
 import time
 import uuid
 from datetime import timedelta
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import httpx
 import pytest
@@ -25,6 +23,7 @@ from synthesis.service import callbacks
 from synthesis.service.maintenance import delete_old_jobs
 from tests.conftest import make_persona
 from tests.factories import make_job
+from tests.receiver import Receiver
 from tests.waiting import wait_until
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -149,33 +148,6 @@ def test_an_idempotency_key_returns_the_same_job_and_bills_once(live_stack, owne
     assert other.status_code == 409 and other.json()["error"]["code"] == "idempotency_key_reused"
     assert Job.objects.filter(organization=owner.org).count() == 1
     assert QuotaPeriod.objects.get(organization=owner.org).used == len(body["input"])
-
-
-class Receiver:
-    """A local callback receiver that fails its first `failures` deliveries with 500."""
-
-    def __init__(self, failures: int):
-        self.deliveries: list[tuple[dict, bytes]] = []
-        receiver = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self):
-                body = self.rfile.read(int(self.headers["Content-Length"]))
-                receiver.deliveries.append((dict(self.headers), body))
-                self.send_response(500 if len(receiver.deliveries) <= failures else 200)
-                self.end_headers()
-
-            def log_message(self, *args):
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/hook"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def wait(self, count: int, timeout: float = 60) -> None:
-        wait_until(
-            lambda: len(self.deliveries) >= count, timeout, lambda: f"{len(self.deliveries)} of {count} deliveries"
-        )
 
 
 def test_a_signed_callback_arrives_and_a_failing_receiver_is_retried(live_stack, owner):

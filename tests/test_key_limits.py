@@ -18,7 +18,7 @@ from billing.limits import subscription_for
 from billing.models import KeyQuotaPeriod, QuotaPeriod, UsageAlert
 from synthesis import tasks
 from synthesis.service import alerts
-from tests.test_jobs import Receiver
+from tests.receiver import Receiver
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -324,6 +324,7 @@ TTS_ZERO_RETENTION_HOLD_SECONDS = envint("TTS_ZERO_RETENTION_HOLD_SECONDS", 3600
 TTS_AUDIT_RETENTION_DAYS = envint("TTS_AUDIT_RETENTION_DAYS", 365)  # audit events, then deleted (daily)
 TTS_CALLBACK_MAX_ATTEMPTS = envint("TTS_CALLBACK_MAX_ATTEMPTS", 6)
 TTS_CALLBACK_BACKOFF_SECONDS = envfloat("TTS_CALLBACK_BACKOFF_SECONDS", 10)  # doubles each retry
+TTS_WEBHOOK_LOG_DAYS = envint("TTS_WEBHOOK_LOG_DAYS", 30)  # test events and usage alerts' deliveries
 TTS_CALLBACK_ALLOW_PRIVATE = envbool("TTS_CALLBACK_ALLOW_PRIVATE", False)  # loopback/private targets (tests)
 TTS_WS_MAX_PER_ORG = envint("TTS_WS_MAX_PER_ORG", 200)  # open WebSocket connections per organization
 TTS_WS_BUFFER_BYTES = envint("TTS_WS_BUFFER_BYTES", 4 * 1024 * 1024)  # per WebSocket, then close

@@ -5,16 +5,15 @@ e-mail to the organization's owners and admins, once."""
 
 from __future__ import annotations
 
-import json
-
 from django.conf import settings
 from django.core.mail import send_mail
 
 from accounts.models import Membership
 from billing.alerts import payload
 from billing.models import UsageAlert
+from synthesis.models import WebhookDelivery
 
-from .callbacks import attempt, signature_headers
+from .callbacks import send
 
 
 def message_id(alert: UsageAlert) -> str:
@@ -27,10 +26,8 @@ def deliver(alert_id: int) -> bool:
     url = alert.organization.webhook_url
     if not url:
         return True
-    body = json.dumps(payload(alert), separators=(",", ":")).encode()
-    headers = {"Content-Type": "application/json", **signature_headers(alert.organization, message_id(alert), body)}
-    status, _ = attempt(url, body, headers)
-    return status is not None and 200 <= status < 300
+    sent = send(alert.organization, url, payload(alert), message_id(alert), WebhookDelivery.Event.USAGE_ALERT)
+    return sent.delivered
 
 
 def describe(alert: UsageAlert) -> str:

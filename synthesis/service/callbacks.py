@@ -37,7 +37,7 @@ from django.utils import timezone
 from standardwebhooks.webhooks import Webhook
 
 from accounts.models import Organization
-from synthesis.models import Job
+from synthesis.models import Job, WebhookDelivery
 
 logger = logging.getLogger(__name__)
 
@@ -275,16 +275,45 @@ def attempt(url: str, body: bytes, headers: dict[str, str]) -> tuple[int | None,
     return None, reason
 
 
+def shown(url: str) -> str:
+    """A target URL as the delivery log shows it: without credentials."""
+    try:
+        return str(httpx.URL(url).copy_with(username=None, password=None))
+    except (httpx.InvalidURL, ValueError, TypeError):
+        return url[:200]
+
+
+def send(
+    org: Organization, url: str, event: dict, message_id: str, kind: str, job: Job | None = None
+) -> WebhookDelivery:
+    """One attempt at delivering `event`, signed with the organization's secret, recorded in its
+    delivery log (`WebhookDelivery`, `kind` one of its `Event`s)."""
+    body = json.dumps(event, separators=(",", ":")).encode()
+    headers = {"Content-Type": "application/json", **signature_headers(org, message_id, body)}
+    started, clock = timezone.now(), time.monotonic()
+    status, error = attempt(url, body, headers)
+    return WebhookDelivery.objects.create(
+        organization=org,
+        job=job,
+        event=kind,
+        event_type=event["type"],
+        message_id=message_id,
+        url=shown(url)[:2000],
+        at=started,
+        status=status,
+        error=error,
+        duration_ms=round(1000 * (time.monotonic() - clock)),
+    )
+
+
 def deliver(job_id: str) -> bool:
-    """One delivery attempt; True when the receiver answered 2xx. The attempt is recorded."""
+    """One delivery attempt; True when the receiver answered 2xx. The attempt is recorded on the
+    job (the API's `callback_attempts`) and in the delivery log."""
     job = Job.objects.select_related("organization").get(pk=job_id)
-    body = json.dumps(payload(job), separators=(",", ":")).encode()
-    headers = {"Content-Type": "application/json", **signature_headers(job.organization, message_id_for(job), body)}
-    started = timezone.now().isoformat()
-    status, error = attempt(job.callback_url, body, headers)
-    record = {"at": started, "status": status, "error": error}
+    sent = send(job.organization, job.callback_url, payload(job), message_id_for(job), WebhookDelivery.Event.JOB, job)
+    record = {"at": sent.at.isoformat(), "status": sent.status, "error": sent.error}
     with transaction.atomic():
         locked = Job.objects.select_for_update().get(pk=job_id)
         locked.callback_attempts = [*locked.callback_attempts, record]
         locked.save(update_fields=["callback_attempts"])
-    return status is not None and 200 <= status < 300
+    return sent.delivered

@@ -1,0 +1,64 @@
+"""The webhook delivery log (`WebhookDelivery`: every attempt at a job's callback, a usage alert or
+a test event) and what a tenant does with it: send a test event to a URL (the organization's
+endpoint unless another is given), at once, signed as every event is; send a finished job's
+callback again (the same `webhook-id`: receivers that de-duplicate take it once). Entries of jobs go
+with their jobs; the others are deleted after TTS_WEBHOOK_LOG_DAYS."""
+
+from __future__ import annotations
+
+import secrets
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.utils import timezone
+
+from accounts.models import Organization
+from synthesis.models import Job, WebhookDelivery
+from tts_saas.errors import ApiError
+
+from .callbacks import send, url_problem
+from .queue import enqueue_callback
+
+
+def test_event(org: Organization, now: datetime | None = None) -> dict:
+    """What a test event carries (the shape of every event: `type`, `timestamp`, `data`)."""
+    now = now or timezone.now()
+    return {
+        "type": "test",
+        "timestamp": now.isoformat().replace("+00:00", "Z"),
+        "data": {
+            "organization": org.name,
+            "message": f"A test event from {settings.TTS_PRODUCT_NAME}: your endpoint received it. "
+            "Check that its webhook-signature verifies with your signing secret.",
+        },
+    }
+
+
+def send_test(org: Organization, url: str) -> WebhookDelivery:
+    """A test event to `url`, delivered now (one attempt, no retries) and logged; 400 when the URL
+    may not be a target (as a job's callback_url would be refused)."""
+    url = url.strip()
+    if not url:
+        raise ApiError(400, "Give a URL, or set the organization's event endpoint first.", "invalid_value", "url")
+    problem = url_problem(url)
+    if problem is not None:
+        raise ApiError(400, problem.replace("callback_url", "The URL"), "invalid_value", "url")
+    return send(org, url, test_event(org), f"msg_test_{secrets.token_hex(12)}", WebhookDelivery.Event.TEST)
+
+
+def redeliver(job: Job, request_id: str = "") -> None:
+    """Send an ended job's callback again, with the usual retries; 409 when it has none or has not
+    ended (its callback goes out when it does)."""
+    if not job.callback_url:
+        raise ApiError(409, "This job was submitted without a callback_url.", "no_callback")
+    if job.status not in Job.FINAL:
+        raise ApiError(409, "The job has not ended: its callback is sent when it does.", "job_not_finished")
+    enqueue_callback(job.id, request_id)
+
+
+def delete_old(now: datetime | None = None) -> int:
+    """Delete test events' and usage alerts' entries older than TTS_WEBHOOK_LOG_DAYS."""
+    now = now or timezone.now()
+    cutoff = now - timedelta(days=settings.TTS_WEBHOOK_LOG_DAYS)
+    deleted, _ = WebhookDelivery.objects.filter(job__isnull=True, at__lt=cutoff).delete()
+    return deleted

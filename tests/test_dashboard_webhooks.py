@@ -1,0 +1,158 @@
+"""The Webhooks page: the delivery log of job callbacks (attempts written by the real worker, a
+failing receiver retried), a job's callback sent again from the page (the same webhook-id), test
+events sent at once and signed with the organization's secret, their refusals, and another
+organization's jobs (404)."""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+from datetime import timedelta
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.test import Client
+from django.utils import timezone
+from standardwebhooks.webhooks import Webhook
+
+from accounts.models import Membership, Organization
+from synthesis.models import Job, WebhookDelivery
+from synthesis.service import deliveries
+from tests.factories import make_job
+from tests.receiver import Receiver
+from tests.test_dashboard_team import messages_of, text
+from tests.waiting import wait_until
+
+
+def signed_in(org: Organization, email: str = "hooks@example.com", role: str = "member") -> Client:
+    user = get_user_model().objects.create_user(email, email, "correct horse battery")
+    Membership.objects.create(user=user, organization=org, role=role)
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+def rows(response) -> list[str]:
+    """The delivery log's rows as a user reads them."""
+    body = re.search(r'<table id="deliveries">.*?</table>', response.content.decode(), re.S).group(0)
+    return [text_of(row) for row in re.findall(r"<tr data-event.*?</tr>", body, re.S)]
+
+
+def text_of(fragment: str) -> str:
+    return " ".join(html.unescape(re.sub(r"<[^>]+>", " ", fragment)).split())
+
+
+def test_job_callbacks_are_logged_and_a_job_is_redelivered_from_the_page(live_stack, owner, outsider):
+    receiver = Receiver(failures=1)
+    try:
+        with live_stack.client(owner.key) as api:
+            job = api.post("/jobs", json={"input": "Call me back.", "seed": 3, "callback_url": receiver.url}).json()
+            receiver.wait(2)
+            wait_until(lambda: WebhookDelivery.objects.filter(job_id=job["id"]).count() >= 2, 30, "attempts logged")
+        page = signed_in(owner.org)
+        listed = rows(page.get("/dashboard/webhooks"))
+        assert len(listed) == 2
+        assert "✓ HTTP 200" in listed[0] and "✗ HTTP 500" in listed[1]  # newest first
+        assert all("job.succeeded" in row and job["id"] in row and receiver.url in row for row in listed)
+        failed = rows(page.get("/dashboard/webhooks", {"outcome": "failed"}))
+        assert len(failed) == 1 and "HTTP 500" in failed[0]
+
+        answer = page.post(f"/dashboard/webhooks/jobs/{job['id']}/redeliver", follow=True)
+        assert "being sent again" in messages_of(answer)
+        receiver.wait(3)
+        wait_until(lambda: WebhookDelivery.objects.filter(job_id=job["id"]).count() >= 3, 30, "the redelivery logged")
+        assert len(rows(page.get("/dashboard/webhooks", {"job": job["id"]}))) == 3
+        assert len({headers["webhook-id"] for headers, _ in receiver.deliveries}) == 1  # the same message
+
+        # Another organization's member neither sees nor redelivers it.
+        stranger = signed_in(outsider.org, "stranger@example.com", role="owner")
+        assert rows(stranger.get("/dashboard/webhooks")) == []
+        assert stranger.post(f"/dashboard/webhooks/jobs/{job['id']}/redeliver").status_code == 404
+        assert len(receiver.deliveries) == 3
+    finally:
+        receiver.close()
+
+
+@pytest.mark.django_db
+def test_a_test_event_is_signed_sent_at_once_and_logged(settings):
+    settings.TTS_CALLBACK_ALLOW_PRIVATE = True
+    org = Organization.objects.create(name="Hooks Inc", slug="hooks-inc")
+    page = signed_in(org)
+    good, failing = Receiver(failures=0), Receiver(failures=5)
+    try:
+        answer = page.post("/dashboard/webhooks/test", {"url": good.url}, follow=True)
+        assert re.search(r"Test event to \S+: HTTP 200 in \d+ ms\. Delivered\.", messages_of(answer))
+        headers, body = good.deliveries[0]
+        event = Webhook(org.webhook_secret).verify(body, headers)
+        assert event["type"] == "test" and event["data"]["organization"] == "Hooks Inc"
+        assert headers["webhook-id"].startswith("msg_test_")
+
+        answer = page.post("/dashboard/webhooks/test", {"url": failing.url}, follow=True)
+        assert "HTTP 500" in messages_of(answer) and "Not delivered" in messages_of(answer)
+        assert len(failing.deliveries) == 1  # a test event is not retried
+    finally:
+        good.close()
+        failing.close()
+    listed = rows(page.get("/dashboard/webhooks", {"event": "test"}))
+    assert len(listed) == 2 and "✗ HTTP 500" in listed[0] and "✓ HTTP 200" in listed[1]
+
+
+@pytest.mark.django_db
+def test_a_test_event_goes_to_the_endpoint_by_default_and_private_or_bad_urls_are_refused(settings):
+    settings.TTS_CALLBACK_ALLOW_PRIVATE = False
+    org = Organization.objects.create(name="Hooks Two", slug="hooks-two")
+    page = signed_in(org)
+    answer = page.post("/dashboard/webhooks/test", {"url": ""}, follow=True)
+    assert "set the organization's event endpoint" in messages_of(answer)
+    for url in ("http://127.0.0.1:9/hook", "http://169.254.169.254/latest", "ftp://example.com/x"):
+        answer = page.post("/dashboard/webhooks/test", {"url": url}, follow=True)
+        assert "The URL" in messages_of(answer), url
+        assert 'value="' + url + '"' in answer.content.decode()  # kept in the field to correct
+    assert not WebhookDelivery.objects.filter(organization=org).exists()
+
+    settings.TTS_CALLBACK_ALLOW_PRIVATE = True
+    receiver = Receiver(failures=0)
+    try:
+        org.webhook_url = receiver.url
+        org.save()
+        page.post("/dashboard/webhooks/test", {"url": ""})
+        assert len(receiver.deliveries) == 1  # the endpoint, when no URL is typed
+    finally:
+        receiver.close()
+
+
+@pytest.mark.django_db
+def test_test_events_are_throttled_per_user(settings):
+    settings.TTS_CALLBACK_ALLOW_PRIVATE = False
+    org = Organization.objects.create(name="Hooks Three", slug="hooks-three")
+    page = signed_in(org)
+    statuses = [page.post("/dashboard/webhooks/test", {"url": "http://127.0.0.1:9/"}).status_code for _ in range(11)]
+    assert statuses[:10] == [302] * 10 and statuses[10] == 429
+
+
+@pytest.mark.django_db
+def test_a_job_without_a_callback_or_not_ended_is_not_redelivered():
+    org = Organization.objects.create(name="Hooks Four", slug="hooks-four")
+    page = signed_in(org)
+    quiet = make_job(org, status=Job.Status.SUCCEEDED)
+    running = make_job(org, status=Job.Status.RUNNING, callback_url="https://example.com/hook")
+    answer = page.post(f"/dashboard/webhooks/jobs/{quiet.id}/redeliver", follow=True)
+    assert "without a callback_url" in messages_of(answer)
+    answer = page.post(f"/dashboard/webhooks/jobs/{running.id}/redeliver", follow=True)
+    assert "has not ended" in messages_of(answer)
+    assert page.post("/dashboard/webhooks/jobs/00000000-0000-0000-0000-000000000000/redeliver").status_code == 404
+    assert "Send a test event" in text(page.get("/dashboard/webhooks"))
+
+
+@pytest.mark.django_db
+def test_old_test_and_alert_entries_are_deleted_job_entries_stay_with_their_job(settings):
+    org = Organization.objects.create(name="Hooks Five", slug="hooks-five")
+    job = make_job(org, status=Job.Status.SUCCEEDED, callback_url="https://example.com/hook")
+    old = timezone.now() - timedelta(days=settings.TTS_WEBHOOK_LOG_DAYS + 1)
+    common = {"organization": org, "message_id": "msg_x", "url": "https://example.com/hook", "at": old, "status": 200}
+    WebhookDelivery.objects.create(event="test", event_type="test", **common)
+    WebhookDelivery.objects.create(event="job", event_type="job.succeeded", job=job, **common)
+    assert deliveries.delete_old() == 1
+    assert list(WebhookDelivery.objects.values_list("event", flat=True)) == ["job"]
+    assert json.loads(json.dumps(deliveries.test_event(org)))["type"] == "test"
