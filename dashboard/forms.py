@@ -15,6 +15,7 @@ from billing import offer
 from inference.spec import EngineSpec
 from tts_saas.errors import ApiError
 from voices.actions import MAX_MIX
+from voices.recordings import RECORDING_SECONDS
 
 from . import engines
 
@@ -72,6 +73,7 @@ PLAIN = {
         "That is not a speaker embedding: paste the whole string (about 850 characters) that "
         "ChatTTS's Chat.sample_random_speaker() returns."
     ),
+    ("audio", "No file was submitted."): "Choose a recording to upload.",
     ("", "This field may not be blank."): "Fill this in.",
     ("", "This field is required."): "Fill this in.",
     ("", "A valid integer is required."): "Enter a whole number.",
@@ -108,9 +110,29 @@ class VoiceForm(forms.Form):
     )
     source = forms.ChoiceField(
         required=False,
-        choices=[("seed", "From a seed"), ("embedding", "From a speaker embedding string")],
+        choices=[
+            ("seed", "From a seed"),
+            ("embedding", "From a speaker embedding string"),
+            ("recording", "From a recording of the speaker"),
+        ],
         widget=forms.RadioSelect,
         initial="seed",
+    )
+    audio = forms.FileField(
+        required=False,
+        label="Recording",
+        widget=forms.ClearableFileInput(attrs={"accept": "audio/*,.wav,.mp3,.flac,.ogg,.opus,.m4a,.webm"}),
+        help_text=f"{RECORDING_SECONDS[0]:g} to {RECORDING_SECONDS[1]:g} seconds of one person speaking clearly, "
+        "without music or other voices (wav, mp3, flac, ogg, m4a or webm).",
+    )
+    transcript = forms.CharField(
+        required=False,
+        max_length=300,
+        widget=forms.Textarea(attrs={"rows": 2}),
+        help_text="Exactly what the recording says.",
+    )
+    keep_upload = forms.BooleanField(
+        required=False, label="Keep the uploaded file with the voice (it is deleted with the voice)"
     )
     seed = forms.CharField(
         required=False,
@@ -158,11 +180,22 @@ class VoiceForm(forms.Form):
         """The mix's (voice, weight) fields, row by row, for the template."""
         return [(self[f"mix_voice_{row}"], self[f"mix_weight_{row}"]) for row in range(MAX_MIX)]
 
+    def recording(self) -> bool:
+        """Whether the voice is made from an uploaded recording (`voices.actions.create_voice_from_recording`)."""
+        return self.cleaned_data.get("source") == "recording" and not self.rows_sent()
+
+    def rows_sent(self) -> list[int]:
+        data = self.cleaned_data
+        return [row for row in range(MAX_MIX) if data[f"mix_voice_{row}"] or data[f"mix_weight_{row}"] is not None]
+
     def body(self) -> dict:
         data = self.cleaned_data
         spec = self.specs[data["model"]]
         body = {"name": data["name"], "description": data["description"], "model": spec.name}
-        self.rows = [row for row in range(MAX_MIX) if data[f"mix_voice_{row}"] or data[f"mix_weight_{row}"] is not None]
+        if self.recording():
+            upload = {"audio": data["audio"]} if data["audio"] else {}  # else the API's "No file was submitted."
+            return {**body, "transcript": data["transcript"], "keep_upload": data["keep_upload"], **upload}
+        self.rows = self.rows_sent()
         if self.rows or (spec.features.mixed_voices and not spec.features.speaker_voices):
             # A blank weight is 1; the model refuses a mix if it makes none (and says what it makes).
             body["mix"] = [

@@ -11,6 +11,7 @@ import io
 import json
 import lzma
 import os
+from pathlib import Path
 
 import av
 import httpx
@@ -177,7 +178,10 @@ def test_a_voice_from_a_recording_is_encoded_by_a_worker_and_then_speaks(live_st
             data={**body, "name": "Kept", "keep_upload": "true"},
             files={"audio": ("me.wav", recording(1.2), "audio/wav")},
         ).json()
-        assert Voice.objects.get(pk=kept["id"]).upload  # kept, as asked
+        upload = Voice.objects.get(pk=kept["id"]).upload
+        assert upload and Path(upload.path).is_file()  # kept, as asked
+        assert client.delete(f"/audio/voices/{kept['id']}").json()["deleted"] is True
+        assert not Path(upload.path).exists()  # and deleted with the voice
         for files, data, param in (
             ({"audio": ("a.wav", recording(0.5), "audio/wav")}, body, "audio"),  # too short
             ({"audio": ("a.wav", recording(20), "audio/wav")}, body, "audio"),  # too long

@@ -8,4 +8,4 @@ class VoicesConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from . import trail  # noqa: F401, PLC0415  (voices and lexicons in the audit log)
+        from . import recordings, trail  # noqa: F401, PLC0415  (files of deleted voices; the audit log)

@@ -1,7 +1,8 @@
 """Voices: the built-in ones of every model served (read-only, a section per model with its
-licence) and the organization's own, each of one model, made by `voices.actions.create_voice` (as
-the API makes them) from what the model can make — a speaker from a seed or an embedding string, or
-a mix of built-in voices — and deleted; owners and admins change them. Any voice can be heard:
+licence) and the organization's own, each of one model, made by `voices.actions` (as the API makes
+them) from what the model can make — a speaker from a seed, an embedding string or an uploaded
+recording with its transcript (encoded by a worker: the page follows its status), or a mix of
+built-in voices — and deleted; owners and admins change them. Any voice can be heard:
 `voice_preview` is the API's preview (`synthesis.api.speech.preview`: a fixed sentence, cached, not
 billed) on the model `?model=` names (an own voice: its own model)."""
 
@@ -24,7 +25,7 @@ from synthesis.api.speech import preview
 from synthesis.audio.formats import encode
 from synthesis.service.prepared import CachedSpeech
 from tts_saas.errors import ApiError
-from voices.actions import create_voice
+from voices.actions import create_voice, create_voice_from_recording
 from voices.catalog import builtin_listing, own_voices
 from voices.models import Voice
 
@@ -39,17 +40,25 @@ def voices(request):
     limits = limits_for(org)
     allowed = offer.allowed_specs(limits)
     form = VoiceForm(
-        request.POST or None, specs=allowed, default=offer.default_spec().name, allowed_voices=limits.allowed_voices
+        request.POST or None,
+        request.FILES or None,
+        specs=allowed,
+        default=offer.default_spec().name,
+        allowed_voices=limits.allowed_voices,
     )
     if request.method == "POST":
         require_admin(request, "create voices")
         if form.is_valid():
             try:
-                voice = create_voice(org, form.body())
+                voice = (create_voice_from_recording if form.recording() else create_voice)(org, form.body())
             except ApiError as exc:
                 form.add_api_error(exc)
             else:
-                messages.info(request, f"Voice {voice.name} created: use it as {voice.id}.")
+                if voice.status == Voice.Status.PROCESSING:
+                    said = "is being made from the recording: it can be used once it is ready (this page shows it)"
+                else:
+                    said = "created"
+                messages.info(request, f"Voice {voice.name} {said}. Use it as {voice.id}.")
                 return redirect("dashboard:voices")
     own = list(own_voices(org))
     allowed_names = {spec.name for spec in allowed}
@@ -61,6 +70,8 @@ def voices(request):
         own=[own_row(voice, voice.model in allowed_names) for voice in own],
         form=form,
         speaker_models=" ".join(spec.name for spec in form.speaking()),
+        recording_models=" ".join(spec.name for spec in allowed if spec.features.recording_voices),
+        processing=any(voice.status == Voice.Status.PROCESSING for voice in own),
         mix_models=" ".join(spec.name for spec in form.mixing()),
         used=len(own),
         limit=limits.max_custom_voices,
@@ -111,6 +122,8 @@ def own_row(voice: Voice, allowed: bool) -> dict:
         "model": voice.model,
         "model_title": engines.title_of(voice.model),
         "source": made_from(voice),
+        "status": voice.status,
+        "error": voice.error if voice.status == Voice.Status.FAILED else "",
         "available": allowed and ready,
         "unavailable": "its model is not on your plan"
         if not allowed

@@ -1,7 +1,8 @@
-"""An organization closed by its owner: its people, keys, voices, lexicons, jobs (texts and stored
-audio), invitations and single sign-on go; the usage ledger stays with the operator (billing records
-are kept, so the organization remains as a closed, suspended row with its audit log). One with no
-usage at all is deleted outright. Refused while a paid subscription runs or jobs are in flight."""
+"""An organization closed by its owner: its people, keys, voices (with their recordings' files),
+lexicons, jobs (texts and stored audio), invitations, single sign-on and webhook delivery log go;
+the usage ledger stays with the operator (billing records are kept, so the organization remains as
+a closed, suspended row with its audit log). One with no usage at all is deleted outright.
+Refused while a paid subscription runs or jobs are in flight."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from accounts.keys import revoke_key
 from accounts.models import ApiKey, Invitation, Membership, Organization, SsoConnection
 from billing.limits import subscription_for
 from billing.models import BillingStatus, UsageEvent
-from synthesis.models import Job
+from synthesis.models import Job, WebhookDelivery
 from voices.models import Lexicon, Voice
 
 logger = logging.getLogger(__name__)
@@ -41,7 +42,7 @@ def close_organization(org: Organization, by) -> bool:
             if job.result:
                 job.result.delete(save=False)
             job.delete()
-        for model in (Voice, Lexicon, Invitation, SsoConnection, Membership):
+        for model in (Voice, Lexicon, Invitation, SsoConnection, Membership, WebhookDelivery):
             model.objects.filter(organization=org).delete()
         if not UsageEvent.objects.filter(organization=org).exists():
             org.delete()
