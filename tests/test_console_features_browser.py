@@ -1,13 +1,15 @@
 """What teams looked for in the console and now find, in Chromium against the live stack: a voice
 made from a recording on the Voices page (upload, transcript, plain errors, its status followed
-while a worker encodes it, then heard)."""
+while a worker encodes it, then heard); lexicons picked in the playground (defaults checked, one
+tried from its page), the same text played without them, what is spoken checked in the job."""
 
 from __future__ import annotations
 
 import pytest
 from playwright.sync_api import expect
 
-from tests.browser import browser_page, sign_up
+from synthesis.models import Job
+from tests.browser import browser_page, off_loop, sign_up
 from tests.test_custom_voices import recording
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -49,4 +51,61 @@ def test_a_voice_is_made_from_a_recording_and_its_status_is_followed(live_stack,
         # Kokoro makes no voices from recordings: it is not offered there.
         page.check("input[name=model][value=kokoro]")
         expect(page.locator("input[name=source][value=recording]")).to_be_hidden()
+        assert page.errors == []
+
+
+def make_lexicon(page, base: str, name: str, entries: str, default: bool) -> str:
+    page.goto(f"{base}/dashboard/lexicons")
+    page.fill("#id_name", name)
+    page.fill("#id_entries", entries)
+    if default:
+        page.check("#id_is_default")
+    page.click("button:has-text('Create lexicon')")
+    return page.locator("#lexicons tr", has_text=name).get_attribute("data-lexicon")
+
+
+def spoken(org_name: str) -> str:
+    """What the organization's last request said, lexicons applied (its job's segments)."""
+
+    def last() -> str:
+        return " ".join(Job.objects.filter(organization__name=org_name).order_by("-created_at").first().segments)
+
+    return off_loop(last)
+
+
+def test_lexicons_are_picked_in_the_playground_and_heard_with_and_without(live_stack):
+    base = live_stack.base_url
+    with browser_page() as page:
+        sign_up(page, base, "lexi@example.com", "Lexi Co")
+        page.goto(f"{base}/dashboard/playground")
+        expect(page.locator("#pg-no-lexicons")).to_contain_text("No pronunciation lexicons yet")
+        brand = make_lexicon(page, base, "Brand", "Acme = Ack me", default=True)
+        names = make_lexicon(page, base, "Names", "Ada = Ay dah", default=False)
+
+        page.goto(f"{base}/dashboard/lexicons/{names}")
+        page.click("#try-lexicon")  # the lexicon's page links to the playground with it checked
+        expect(page.locator(f"input[data-lexicon={names}]")).to_be_checked()
+        expect(page.locator(f"input[data-lexicon={brand}]")).to_be_checked()  # a default: checked to start with
+        page.fill("#pg-text", "Ada works at Acme.")
+        page.fill("#pg-seed", "5")
+        page.click("#pg-play")
+        page.wait_for_function("window.ttsPlayground.ended || window.ttsPlayground.error", timeout=120_000)
+        assert page.evaluate("window.ttsPlayground.error") is None
+        assert page.evaluate("window.ttsPlayground.request.lexicons") == [names]
+        assert spoken("Lexi Co") == "Ay dah works at Ack me."
+
+        page.click("#pg-without")
+        page.wait_for_function("window.ttsPlayground.ended || window.ttsPlayground.error", timeout=120_000)
+        expect(page.locator("#pg-status")).to_contain_text("Done (without lexicons)")
+        assert spoken("Lexi Co") == "Ada works at Acme."
+
+        page.uncheck(f"input[data-lexicon={brand}]")  # a default left out: only the checked ones apply
+        page.click("#pg-play")
+        page.wait_for_function("window.ttsPlayground.ended || window.ttsPlayground.error", timeout=120_000)
+        assert page.evaluate("window.ttsPlayground.request.default_lexicons") is False
+        assert spoken("Lexi Co") == "Ay dah works at Acme."
+        page.evaluate("window.ttsCopy = (button, text) => { window.copied = text; }")
+        page.click("#pg-code")  # the code copied says the same
+        copied = page.evaluate("window.copied")
+        assert f'"lexicons":["{names}"],"default_lexicons":false' in copied
         assert page.errors == []

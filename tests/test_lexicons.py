@@ -40,6 +40,9 @@ def test_a_lexicon_changes_what_is_spoken_and_the_cache_key_follows_the_spoken_t
         assert client.patch(f"/lexicons/{lexicon['id']}", json={"is_default": True}).json()["is_default"] is True
         default = speak(client, input=TEXT)
         assert default.headers["x-cache"] == "hit" and default.content == applied.content
+        # default_lexicons false: the text as written, the defaults left out (the first plain's audio).
+        without = speak(client, input=TEXT, default_lexicons=False)
+        assert without.headers["x-cache"] == "hit" and without.content == plain.content
         # Changed entries change the spoken text, hence the key: a new generation.
         changed = client.patch(f"/lexicons/{lexicon['id']}", json={"entries": [{"text": "nginx", "alias": "N G X"}]})
         assert changed.status_code == 200 and len(changed.json()["entries"]) == 1

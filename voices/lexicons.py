@@ -39,13 +39,13 @@ _matchers: OrderedDict[tuple, Matcher] = OrderedDict()
 _matchers_lock = threading.Lock()
 
 
-def matcher_for(organization, ids: list[str], phonemes: bool = False) -> Matcher:
-    """The entries a request applies, compiled: its lexicons in the order named, then the
-    organization's default ones (oldest first); the first entry for a text wins. An id not of this
-    organization is refused (400), whether it exists elsewhere or not. Kept per set of lexicon
+def matcher_for(organization, ids: list[str], phonemes: bool = False, defaults: bool = True) -> Matcher:
+    """The entries a request applies, compiled: its lexicons in the order named, then (unless
+    `defaults` is off) the organization's default ones (oldest first); the first entry for a text
+    wins. An id not of this organization is refused (400), whether it exists elsewhere or not. Kept per set of lexicon
     versions (a lexicon's `updated_at` changes with it): a request does not compile thousands of
     entries again. `phonemes`: the engine reads phoneme links (entries' `phonemes`)."""
-    lexicons = _lexicons_for(organization, ids)
+    lexicons = _lexicons_for(organization, ids, defaults)
     key = (phonemes, *((lexicon.id, lexicon.updated_at) for lexicon in lexicons))
     with _matchers_lock:
         matcher = _matchers.pop(key, None)
@@ -58,11 +58,9 @@ def matcher_for(organization, ids: list[str], phonemes: bool = False) -> Matcher
     return matcher
 
 
-def _lexicons_for(organization, ids: list[str]) -> list[Lexicon]:
-    found = {
-        lexicon.id: lexicon
-        for lexicon in scoped(Lexicon, organization).filter(Q(pk__in=ids) | Q(is_default=True)).order_by("created_at")
-    }
+def _lexicons_for(organization, ids: list[str], defaults: bool = True) -> list[Lexicon]:
+    wanted = Q(pk__in=ids) | Q(is_default=True) if defaults else Q(pk__in=ids)
+    found = {lexicon.id: lexicon for lexicon in scoped(Lexicon, organization).filter(wanted).order_by("created_at")}
     for lexicon_id in ids:
         if lexicon_id not in found:
             raise ApiError(400, f"No lexicon '{lexicon_id}' in this organization.", "invalid_value", "lexicons")

@@ -17,6 +17,7 @@ from django.views.decorators.http import require_POST
 from rest_framework import serializers
 
 from accounts.auth import issue_ticket
+from accounts.tenancy import scoped
 from billing import offer
 from billing.limits import Limits, limits_for
 from billing.usage import month_summary
@@ -27,6 +28,7 @@ from tts_saas.errors import error_response
 from tts_saas.limits import large_body
 from tts_saas.redis import get_redis
 from voices.catalog import builtin_listing, own_voices
+from voices.models import Lexicon
 
 from .. import engines
 from ..access import member_required, page, require_active
@@ -58,8 +60,24 @@ def playground(request):
         formats=[audio.output_format(name) for name in download_formats(limits.allowed_formats)],
         max_chars=limits.max_input_chars,
         remaining=max(0, month.limits.monthly_characters - month.used),
+        lexicons=lexicon_choices(org, request.GET.getlist("lexicon")),
         base_url=request.build_absolute_uri("/v1").rstrip("/"),
     )
+
+
+def lexicon_choices(org, asked: list[str]) -> list[dict]:
+    """The organization's lexicons to pick from: the defaults checked (every request gets them),
+    and those `?lexicon=` names (a lexicon's page links here to try it)."""
+    return [
+        {
+            "id": lexicon.id,
+            "name": lexicon.name,
+            "entries": len(lexicon.entries or []),
+            "is_default": lexicon.is_default,
+            "checked": lexicon.is_default or lexicon.id in asked,
+        }
+        for lexicon in scoped(Lexicon, org).order_by("created_at")
+    ]
 
 
 def chosen_model(specs: list[EngineSpec], asked: str, voice: str, own: dict[str, str]) -> EngineSpec | None:

@@ -107,6 +107,12 @@ class SpeechRequestSerializer(serializers.Serializer):
         help_text="Pronunciation lexicons (ids, up to 8) applied in this order, before the organization's "
         "default lexicons.",
     )
+    default_lexicons = serializers.BooleanField(
+        required=False,
+        default=True,
+        help_text="Apply the organization's default lexicons after those named (the default); false: only the "
+        "lexicons named, e.g. to hear a text without them.",
+    )
     stream_format = serializers.ChoiceField(
         choices=["audio", "sse"],
         required=False,

@@ -106,7 +106,12 @@ def prepare_speech(
         text = spec.prepare(data["input"], live)
     except TextError as exc:
         raise ApiError(400, str(exc), "invalid_input", "input") from exc
-    matcher = matcher_for(organization, data.get("lexicons", []), phonemes=spec.features.phoneme_lexicons)
+    matcher = matcher_for(
+        organization,
+        data.get("lexicons", []),
+        phonemes=spec.features.phoneme_lexicons,
+        defaults=data.get("default_lexicons", True),
+    )
     spoken = tuple(matcher.apply(segment) for segment in text.segments)
     for i, segment in enumerate(spoken):
         if estimate_seconds(segment) > 2 * MAX_SEGMENT_SECONDS:  # aliases must not blow a sentence up
