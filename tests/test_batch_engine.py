@@ -22,6 +22,7 @@ import pytest
 import torch
 
 from inference.batch import Audio, BatchRow, Done
+from inference.chattts import kvcache
 from inference.chattts.engine import ChatTTSEngine
 from inference.chattts.generation import RowPlan, generate
 from inference.chattts.params import ChatTTSParams
@@ -384,3 +385,106 @@ def test_a_voice_from_a_recording_speaks_in_a_batch_without_changing_its_compani
     assert len(alone["v"]) > 0
     plain, plain_ids = run(engine, [BatchRow("v", "Spoken with the recorded voice.", replace(voice, sample=""), 40)])
     assert not np.array_equal(plain_ids["v"], alone_ids["v"])  # the recording is what the row hears
+
+
+# The static KV cache (inference.chattts.kvcache) against the cache that grows by concatenation
+# (inference.chattts.growing, the loop before it): the same tokens for every row, in every way a
+# row can be in a batch, and the same hidden states within float32 rounding.
+
+
+def plans_for(rows, fixed_length=False):
+    return [
+        RowPlan(
+            r.key,
+            r.params.seed,
+            r.params.temperature,
+            r.params.top_p,
+            r.params.top_k,
+            r.max_tokens,
+            r.max_tokens if fixed_length else 0,
+        )
+        for r in rows
+    ]
+
+
+def generated(engine, parts, rows, joins=None, stop=lambda key, step: False, fixed_length=False):
+    """Each row's kept tokens (steps, num_vq) and hidden states, from `generate` on `parts`; rows of
+    `joins[n]` join when the loop asks for the n-th time, `stop(key, step)` stops a row."""
+    emb, mask = engine._prompts(rows)
+    asked = Counter()
+
+    def admit(live):
+        asked["n"] += 1
+        joining = (joins or {}).get(asked["n"])
+        if not joining:
+            return None
+        new_emb, new_mask = engine._prompts(joining)
+        return new_emb, new_mask, plans_for(joining, fixed_length)
+
+    tokens: dict[str, list[np.ndarray]] = defaultdict(list)
+    hiddens: dict[str, list[np.ndarray]] = defaultdict(list)
+    steps = generate(parts, emb, mask, plans_for(rows, fixed_length), lambda key: stop(key, asked["n"]), admit=admit)
+    for step in steps:
+        for i, key in enumerate(step.keys):
+            if step.kept[i]:
+                tokens[key].append(step.tokens[i].cpu().numpy())
+                hiddens[key].append(step.hiddens[i].cpu().numpy())
+    return {k: np.stack(v) for k, v in tokens.items()}, {k: np.stack(v) for k, v in hiddens.items()}
+
+
+FOURTH = BatchRow("d", "Yet another sentence, to make four rows.", ChatTTSParams(voice_seed=4, seed=21), 50)
+BATCHES = {  # name: (rows, joins, stop)
+    "alone": ([ROWS[1]], None, lambda key, step: False),
+    "three rows (a free slot runs on CPU), leaving at their ends": (ROWS, None, lambda key, step: False),
+    "one stopped midway": (ROWS, None, lambda key, step: key == "b" and step > 20),
+    "joining a running batch, a longer prompt than the batch's": (
+        [ROWS[2]],
+        {3: [ROWS[1]], 9: [ROWS[0], FOURTH]},
+        lambda key, step: False,
+    ),
+    "joining after others left": ([ROWS[2], FOURTH], {40: [ROWS[0], ROWS[1]]}, lambda key, step: False),
+}
+
+
+@pytest.mark.parametrize("name", list(BATCHES))
+def test_the_static_cache_gives_the_growing_cache_s_tokens(engine, name):
+    rows, joins, stop = BATCHES[name]
+    parts = engine._gpt_parts()
+    assert parts.static_cache
+    static_tokens, static_hiddens = generated(engine, parts, rows, joins, stop)
+    growing_tokens, growing_hiddens = generated(engine, replace(parts, static_cache=False), rows, joins, stop)
+    every = {r.key for r in rows} | {r.key for joining in (joins or {}).values() for r in joining}
+    assert set(static_tokens) == set(growing_tokens) == every
+    for key, tokens in growing_tokens.items():
+        np.testing.assert_array_equal(static_tokens[key], tokens)
+        np.testing.assert_allclose(static_hiddens[key], growing_hiddens[key], rtol=0, atol=1e-4)
+
+
+def test_a_cache_too_short_compacts_and_grows_and_gives_the_same_tokens(engine, monkeypatch):
+    """Columns allocated for half of what the rows need: the loop shifts rows right for a longer
+    prompt, drops the columns no row attends to when it is full, and grows when it cannot."""
+    shifts: list[int] = []
+    lengths: list[int] = []
+    shift, allocate = kvcache.StaticKV._shift, kvcache.StaticKV._allocate
+
+    def recorded_shift(self, by):
+        shifts.append(by)
+        shift(self, by)
+
+    def recorded_allocate(self, like, capacity, length):
+        lengths.append(length)
+        allocate(self, like, capacity, length)
+
+    monkeypatch.setattr(kvcache, "_round_up", lambda n, quantum: n // 2)
+    monkeypatch.setattr(kvcache.StaticKV, "_shift", recorded_shift)
+    monkeypatch.setattr(kvcache.StaticKV, "_allocate", recorded_allocate)
+    parts = engine._gpt_parts()
+    rows, joins = [ROWS[2], FOURTH], {30: [ROWS[1]], 45: [ROWS[0]]}
+    static_tokens, _ = generated(engine, parts, rows, joins, fixed_length=True)
+    growing_tokens, _ = generated(engine, replace(parts, static_cache=False), rows, joins, fixed_length=True)
+    assert any(by < 0 for by in shifts), "never compacted"
+    assert any(by > 0 for by in shifts), "never made room for a longer prompt"
+    assert len(lengths) > 1 and lengths[-1] > lengths[0], "never grew"
+    for key, tokens in growing_tokens.items():
+        assert len(tokens) == next(r.max_tokens for r in [*ROWS, FOURTH] if r.key == key)
+        np.testing.assert_array_equal(static_tokens[key], tokens)

@@ -1,4 +1,4 @@
-"""The per-row sampling step (inference.generation) against what ChatTTS does for one row: the
+"""The per-row sampling step (inference.chattts.sampling) against what ChatTTS does for one row: the
 same warpers, the same repetition penalty, the same draw. No model: random logits."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import torch
 from ChatTTS.model.processors import CustomRepetitionPenaltyLogitsProcessorRepeat
 from transformers.generation import TopKLogitsWarper, TopPLogitsWarper
 
-from inference.chattts.generation import MIN_TOKENS_TO_KEEP, REPETITION_PENALTY, padded, penalise, sample_noise, warp
+from inference.chattts.sampling import MIN_TOKENS_TO_KEEP, REPETITION_PENALTY, padded, penalise, sample_noise, warp
 
 VOCAB, NUM_VQ = 626, 4
 SETTINGS = [(0.7, 20), (0.9, 10), (0.5, 40), (1.0, 626), (0.3, 1)]
