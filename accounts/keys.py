@@ -103,6 +103,14 @@ def set_data_retention(org: Organization, retention: str, by) -> None:
     audit.record_changes(org, "settings.data_retention", {"data_retention": before}, {"data_retention": retention}, by)
 
 
+def set_speech_defaults(org: Organization, model: str, voice: str, by) -> None:
+    """The organization's default model and voice (checked by the caller: synthesis.api.defaults)."""
+    before = {"model": org.default_model, "voice": org.default_voice}
+    org.default_model, org.default_voice = model, voice
+    org.save(update_fields=["default_model", "default_voice"])
+    audit.record_changes(org, "settings.speech_defaults", before, {"model": model, "voice": voice}, by)
+
+
 def set_webhook_endpoint(org: Organization, url: str, by) -> None:
     """Where the organization's events go (checked by the caller: synthesis.service.callbacks)."""
     before, org.webhook_url = org.webhook_url, url

@@ -67,6 +67,10 @@ class Organization(models.Model):
     # API calls (REST and WebSocket) are refused from other addresses; empty: any address.
     allowed_ips = models.JSONField(default=list, blank=True, help_text="CIDR networks; empty: any address")
     require_mfa = models.BooleanField(default=False)  # members add a second factor before using the dashboard
+    # What a request that names no model (or OpenAI's names) speaks with, and its voice when it names
+    # none; empty: the deployment's (TTS_DEFAULT_MODEL, "alloy"). Checked when set (synthesis.api.defaults).
+    default_model = models.CharField(max_length=64, blank=True)
+    default_voice = models.CharField(max_length=64, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:

@@ -69,6 +69,7 @@ ROUTES: dict[str, str | None] = {
     "sso": "organization",
     "sso-verify": "organization:write",
     "require-mfa": "organization",
+    "speech-defaults": "organization",
     "usage": "usage",
     "subscription": "billing",
     "audit-logs": "audit",

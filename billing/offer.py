@@ -3,7 +3,8 @@
 
 A model id is an engine's name (`chattts`, `kokoro`) or that name with its version (`kokoro-v1.0`);
 OpenAI's names (`tts-1`, `tts-1-hd`, `gpt-4o-mini-tts`, TTS_MODEL_ALIASES) and their dated snapshots
-(`gpt-4o-mini-tts-2025-12-15`) mean the deployment's default engine (TTS_DEFAULT_MODEL). Everything
+(`gpt-4o-mini-tts-2025-12-15`) mean the deployment's default engine (TTS_DEFAULT_MODEL), or the
+organization's default model where it chose one (`synthesis.api.defaults`). Everything
 about an engine comes from its spec (`inference.registry`): nothing here knows one engine from another.
 """
 
@@ -62,16 +63,19 @@ def find(model: str) -> EngineSpec | None:
     for spec in specs.values():
         if model == f"{spec.name}-{spec.version}":
             return spec
+    return default_spec() if is_alias(model) else None
+
+
+def is_alias(model: str) -> bool:
+    """Whether `model` is one of OpenAI's names (dated or not), which mean the default model."""
     dated = DATED.fullmatch(model)
-    name = dated["name"] if dated else model
-    if name in aliases():
-        if dated:
-            try:
-                date.fromisoformat(dated["date"])
-            except ValueError:
-                return None
-        return default_spec()
-    return None
+    if dated is None:
+        return model in aliases()
+    try:
+        date.fromisoformat(dated["date"])
+    except ValueError:
+        return False
+    return dated["name"] in aliases()
 
 
 def spec_for(model: str) -> EngineSpec:

@@ -26,6 +26,7 @@ from dashboard.views.account import password_reset, sign_in
 from dashboard.views.operations import operations
 from dashboard.views.sso import provider_callback, provider_login, sso_start, sso_unfinished
 from synthesis.api import discovery, jobs, speech, webhooks
+from synthesis.api.defaults import SpeechDefaultsViewSet
 from tts_saas.metrics import metrics_view
 from tts_saas.views import health
 from voices import api as voices_api
@@ -90,6 +91,11 @@ v1 = [
     ),
     path("organization/sso/verify_domain", SsoConnectionViewSet.as_view({"post": "verify_domain"}), name="sso-verify"),
     path("organization/mfa", RequireMfaViewSet.as_view({"get": "retrieve", "put": "update"}), name="require-mfa"),
+    path(
+        "organization/speech_defaults",
+        SpeechDefaultsViewSet.as_view({"get": "retrieve", "put": "update"}),
+        name="speech-defaults",
+    ),
     path("tokens", ClientTokenViewSet.as_view({"post": "create"}), name="tokens"),
     path("audit_logs", AuditLogViewSet.as_view({"get": "list"}), name="audit-logs"),
     path("usage", UsageViewSet.as_view({"get": "list"}), name="usage"),

@@ -65,8 +65,8 @@ def _lexicons_for(organization, ids: list[str], defaults: bool = True) -> list[L
         if lexicon_id not in found:
             raise ApiError(400, f"No lexicon '{lexicon_id}' in this organization.", "invalid_value", "lexicons")
     named = [found[i] for i in dict.fromkeys(ids)]
-    defaults = [lexicon for lexicon in found.values() if lexicon.is_default and lexicon.id not in ids]
-    return named + defaults
+    rest = [lexicon for lexicon in found.values() if lexicon.is_default and lexicon.id not in ids]
+    return named + rest
 
 
 class LexiconEntrySerializer(StrictSerializer):

@@ -22,6 +22,7 @@ from billing import offer
 from billing.limits import Limits, limits_for
 from billing.usage import month_summary
 from inference.spec import EngineSpec
+from synthesis.api.defaults import default_model
 from synthesis.api.serializers import SpeechRequestSerializer
 from synthesis.audio import formats as audio
 from tts_saas.errors import error_response
@@ -46,7 +47,10 @@ def playground(request):
     specs = offer.allowed_specs(limits)
     own = list(own_voices(org).only("id", "name", "model"))
     selected = request.GET.get("voice", "")
-    chosen = chosen_model(specs, request.GET.get("model", ""), selected, {v.id: v.model for v in own})
+    default = default_model(org)
+    chosen = chosen_model(specs, request.GET.get("model", ""), selected, {v.id: v.model for v in own}, default)
+    if not selected and chosen is not None and chosen.name == default:
+        selected = org.default_voice  # the organization's default voice, if it chose one
     options = offered_options(specs)
     return page(
         request,
@@ -80,15 +84,16 @@ def lexicon_choices(org, asked: list[str]) -> list[dict]:
     ]
 
 
-def chosen_model(specs: list[EngineSpec], asked: str, voice: str, own: dict[str, str]) -> EngineSpec | None:
+def chosen_model(
+    specs: list[EngineSpec], asked: str, voice: str, own: dict[str, str], default: str
+) -> EngineSpec | None:
     """The model asked for if the plan allows it, else the one of the organization's voice asked
-    for, else the default model (or the first allowed one) — one that has the voice if any does."""
+    for, else the `default` model (or the first allowed one) — one that has the voice if any does."""
     allowed = {spec.name: spec for spec in specs}
     if asked in allowed:
         return allowed[asked]
     if own.get(voice) in allowed:
         return allowed[own[voice]]
-    default = offer.default_spec().name
     ordered = sorted(specs, key=lambda spec: spec.name != default)
     return next((spec for spec in ordered if voice and spec.voice(voice)), ordered[0] if ordered else None)
 

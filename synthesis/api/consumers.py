@@ -167,7 +167,12 @@ class SpeechStreamConsumer(Utterances, AsyncWebsocketConsumer):
                 protocol.error("unexpected_binary", "Send JSON text messages; audio flows server to client only.")
             )
         try:
-            message = protocol.parse(text_data, default_id=f"u{self.pending.qsize() + 1}", version=self.version)
+            message = protocol.parse(
+                text_data,
+                default_id=f"u{self.pending.qsize() + 1}",
+                version=self.version,
+                organization=self.principal.organization,
+            )
         except protocol.ProtocolError as exc:
             return self._emit(protocol.error(exc.code, exc.message, exc.utterance))
         match message:

@@ -142,7 +142,7 @@ class JobViewSet(mixins.RetrieveModelMixin, TenantScopedViewSet):
         return super().perform_content_negotiation(request, force)
 
     def create(self, request):
-        incoming = JobRequestSerializer(data=request.data)
+        incoming = JobRequestSerializer(data=request.data, context={"organization": request.user.organization})
         if not incoming.is_valid():
             raise validation_error(incoming.errors)
         data = dict(incoming.validated_data)

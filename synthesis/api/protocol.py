@@ -86,8 +86,9 @@ _REST_NAMES = {"text": "input", "format": "response_format"}
 _WS_NAMES = {rest: ws for ws, rest in _REST_NAMES.items()}
 
 
-def parse(text: str, default_id: str = "u1", version: str = PROTOCOL) -> Message:
-    """One client frame; `default_id` names a synthesize message that carries no id."""
+def parse(text: str, default_id: str = "u1", version: str = PROTOCOL, organization=None) -> Message:
+    """One client frame; `default_id` names a synthesize message that carries no id; the
+    `organization`'s default model and voice fill what a synthesize or begin message leaves open."""
     if len(text.encode()) > MAX_MESSAGE_BYTES:
         raise ProtocolError("message_too_large", f"Messages are limited to {MAX_MESSAGE_BYTES} bytes.")
     try:
@@ -98,7 +99,7 @@ def parse(text: str, default_id: str = "u1", version: str = PROTOCOL) -> Message
         raise ProtocolError("invalid_json", "Messages must be JSON objects.")
     kind, utterance = message.get("type"), message.get("id")
     if kind == "synthesize":
-        return _synthesize(message, str(utterance or default_id))
+        return _synthesize(message, str(utterance or default_id), organization)
     if kind == "follow":
         return _follow(message, str(utterance or "follow"))
     if kind == "cancel":
@@ -107,7 +108,7 @@ def parse(text: str, default_id: str = "u1", version: str = PROTOCOL) -> Message
         if kind == "begin":
             if not isinstance(utterance, str) or not utterance:
                 raise ProtocolError("required", "id: a begin message names its utterance (a string).")
-            return _begin(message, utterance)
+            return _begin(message, utterance, organization)
         if kind in ("text", "flush") or (kind == "close" and utterance is not None):
             if not isinstance(utterance, str) or not utterance:
                 raise ProtocolError("required", f"id: a {kind} message names its utterance.")
@@ -127,14 +128,14 @@ def parse(text: str, default_id: str = "u1", version: str = PROTOCOL) -> Message
     raise ProtocolError("unknown_type", f"Unknown message type {kind!r}; use {kinds}.", utterance)
 
 
-def _synthesize(message: dict, utterance: str) -> Synthesize:
+def _synthesize(message: dict, utterance: str, organization=None) -> Synthesize:
     body = {k: v for k, v in message.items() if k not in ("type", "id", *_REST_NAMES)}
     if "text" in message:
         body["input"] = message["text"]
-    return Synthesize(utterance, _validated(body, message, utterance))
+    return Synthesize(utterance, _validated(body, message, utterance, organization))
 
 
-def _begin(message: dict, utterance: str) -> Begin:
+def _begin(message: dict, utterance: str, organization=None) -> Begin:
     text = message.get("text", "")
     if not isinstance(text, str):
         raise ProtocolError("invalid_value", "text: must be a string.", utterance)
@@ -142,15 +143,15 @@ def _begin(message: dict, utterance: str) -> Begin:
     if "input" in body:  # the text comes in `text` messages
         raise ProtocolError("unknown_parameter", "Unknown parameter: 'input'.", utterance)
     body["input"] = "-"  # the options are checked now; the text is checked piece by piece
-    speech = _validated(body, message, utterance)
+    speech = _validated(body, message, utterance, organization)
     del speech["input"]
     return Begin(utterance, speech, text)
 
 
-def _validated(body: dict, message: dict, utterance: str) -> dict:
+def _validated(body: dict, message: dict, utterance: str, organization=None) -> dict:
     if "format" in message or "output_format" not in message:  # the protocol's default: pcm
         body["response_format"] = message.get("format", "pcm")
-    serializer = SpeechRequestSerializer(data=body)
+    serializer = SpeechRequestSerializer(data=body, context={"organization": organization})
     try:
         valid = serializer.is_valid()
     except ApiError as exc:  # the model is not served (404 model_not_found over REST)

@@ -32,6 +32,8 @@ from synthesis.service.callbacks import url_problem
 from tts_saas.serializers import unknown_parameter
 from voices.catalog import VOICE_ID
 
+from .defaults import with_defaults
+
 # The options some models take and others do not (each model's spec names its own).
 MODEL_OPTIONS = sorted({option for spec in SPECS.values() for option in spec.options})
 
@@ -154,6 +156,9 @@ class SpeechRequestSerializer(serializers.Serializer):
             unknown = [name for name in data if name not in self.fields]
             if unknown:
                 raise unknown_parameter(unknown[0])
+        organization = self.context.get("organization")
+        if isinstance(data, dict) and organization is not None:
+            data = with_defaults(data, organization)  # its default model and voice where the body names none
         return super().to_internal_value(data)
 
 

@@ -23,6 +23,7 @@ from billing import offer
 from billing.limits import Limits
 from billing.policy import aauthorize
 from inference.spec import SAMPLE_RATE
+from synthesis.api.defaults import default_model
 from synthesis.api.openapi import SpeechDoc, VoicePreviewDoc, documented_by
 from synthesis.api.serializers import SpeechRequestSerializer, StreamTicketSerializer
 from synthesis.audio import formats as audio
@@ -138,7 +139,7 @@ async def speech(request: HttpRequest) -> HttpResponse:
     """POST /v1/audio/speech — OpenAI-compatible. A cache hit returns the whole file; otherwise
     the audio streams out as the worker generates it."""
     principal, limits = await aauthorize(request)
-    serializer = SpeechRequestSerializer(data=parse_json(request))
+    serializer = SpeechRequestSerializer(data=parse_json(request), context={"organization": principal.organization})
     if not serializer.is_valid():
         raise validation_error(serializer.errors)
     data = serializer.validated_data
@@ -183,14 +184,16 @@ PREVIEW_SEED = 20251130  # one preview per voice and model version: cached after
 async def preview(
     principal: Principal, limits: Limits, voice_id: str, fmt: str, request_id: str, model: str = ""
 ) -> CachedSpeech | JobAudioFeed:
-    """A voice heard (a built-in one of `model`, the default model when none is named, or the
+    """A voice heard (a built-in one of `model`, the organization's default model when none is named, or the
     organization's own, on its own model): a fixed sentence and seed, generated and cached like any
     request, billed nothing. 404 for a voice neither built in nor of this organization."""
     own = await scoped(Voice, principal.organization).filter(pk=voice_id).afirst()
     if own is not None:
         model = own.model
-    elif offer.spec_for(model).voice(voice_id) is None:
-        raise ApiError(404, f"No voice '{voice_id[:70]}' in this organization.", "not_found")
+    else:
+        model = model or default_model(principal.organization)  # the organization's, else the deployment's
+        if offer.spec_for(model).voice(voice_id) is None:
+            raise ApiError(404, f"No voice '{voice_id[:70]}' in this organization.", "not_found")
     body = {"model": model, "input": PREVIEW_TEXT, "voice": voice_id, "seed": PREVIEW_SEED, "response_format": fmt}
     serializer = SpeechRequestSerializer(data=body)
     if not serializer.is_valid():

@@ -1,0 +1,106 @@
+"""An organization's default model and voice: what a request speaks with when it names no model
+(or one of OpenAI's names: `tts-1` means the organization's default), and the voice when it names
+none and speaks with that model. `GET/PUT /v1/organization/speech_defaults` (the `organization`
+scope) and the dashboard's Settings page set them; `with_defaults` fills them into a request body
+before it is validated (REST, jobs, WebSocket, previews). Empty: the deployment's defaults
+(TTS_DEFAULT_MODEL, "alloy")."""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers
+from rest_framework.response import Response
+
+from accounts.keys import set_speech_defaults
+from accounts.models import Organization
+from accounts.tenancy import OwnOrganizationViewSet
+from billing import offer
+from billing.limits import limits_for
+from tts_saas.errors import ApiError, error_responses
+from tts_saas.serializers import StrictSerializer
+from voices.catalog import resolve_voice
+
+ADMIN_ONLY = {
+    403: "The key lacks the organization scope, the model is not in the plan, or the organization is suspended."
+}
+
+
+def default_model(org: Organization) -> str:
+    """The model the organization speaks with by default: its own choice while it is served, else
+    the deployment's."""
+    if org.default_model and offer.find(org.default_model) is not None:
+        return org.default_model
+    return offer.default_spec().name
+
+
+def with_defaults(data: dict, org: Organization) -> dict:
+    """`data` (a request body) with the organization's defaults where it leaves them open."""
+    if not (org.default_model or org.default_voice):
+        return data
+    model = data.get("model", "")
+    if isinstance(model, str) and (model == "" or offer.is_alias(model)):
+        data = {**data, "model": default_model(org)}
+    if org.default_voice and "voice" not in data:
+        spec = offer.find(data.get("model") or "") if isinstance(data.get("model"), str) else None
+        if spec is not None and spec.name == default_model(org):
+            data = {**data, "voice": org.default_voice}
+    return data
+
+
+class SpeechDefaultsSerializer(StrictSerializer):
+    model = serializers.CharField(
+        max_length=64,
+        allow_blank=True,
+        help_text="A model this deployment serves and the plan includes; empty: the deployment's default.",
+    )
+    voice = serializers.CharField(
+        max_length=64,
+        allow_blank=True,
+        help_text="A voice of that model (built in, or the organization's own); empty: alloy.",
+    )
+
+
+def check(org: Organization, model: str, voice: str) -> tuple[str, str]:
+    """The defaults as stored (a model's engine name), or ApiError: a model not served (404) or not
+    in the plan (403), a voice the model cannot speak with (400)."""
+    spec = offer.spec_for(model) if model else offer.default_spec()
+    if model:
+        offer.check_allowed(limits_for(org), spec)
+    if voice:
+        resolve_voice(org, voice, spec)  # built in, or the organization's own of that model and ready
+    return (spec.name if model else ""), voice
+
+
+class SpeechDefaultsViewSet(OwnOrganizationViewSet):
+    serializer_class = SpeechDefaultsSerializer
+
+    @extend_schema(
+        summary="The organization's default model and voice",
+        responses={200: SpeechDefaultsSerializer, **error_responses(ADMIN_ONLY)},
+    )
+    def retrieve(self, request):
+        org = request.user.organization
+        return Response({"model": org.default_model, "voice": org.default_voice})
+
+    @extend_schema(
+        summary="Set the organization's default model and voice",
+        description="Requests that name no model, or one of OpenAI's names (tts-1, gpt-4o-mini-tts), speak with the "
+        "default model; those that name no voice and speak with that model use the default voice.",
+        request=SpeechDefaultsSerializer,
+        responses={
+            200: SpeechDefaultsSerializer,
+            **error_responses({400: "Not a voice of that model.", 404: "The model is not served.", **ADMIN_ONLY}),
+        },
+    )
+    def update(self, request):
+        incoming = SpeechDefaultsSerializer(data=request.data)
+        incoming.is_valid(raise_exception=True)
+        org = request.user.organization
+        try:
+            model, voice = check(org, incoming.validated_data["model"], incoming.validated_data["voice"])
+        except ApiError as exc:
+            if exc.code == "voice_not_ready":  # a voice still being made is not a default yet
+                raise ApiError(400, exc.message, "invalid_value", "voice") from None
+            raise
+        set_speech_defaults(org, model, voice, request.user)
+        return Response({"model": org.default_model, "voice": org.default_voice})
