@@ -13,6 +13,8 @@ import pybase16384 as b14
 import pytest
 from django.contrib.auth import get_user_model
 from django.core import mail
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from accounts.auth import authenticate_key
@@ -724,4 +726,8 @@ def test_a_new_organization_is_led_from_a_key_to_a_call_to_the_playground(client
     assert "<s>Create an API key</s>" in then and "<s>Call the API with it" in then
     assert '<a href="/dashboard/playground">Hear the voices in the playground</a>' in then
     UsageEvent.objects.create(organization=org, characters=5, model="chattts")  # a play: no key
-    assert 'id="getting-started"' not in client.get("/dashboard/").content.decode()  # all done: gone
+    with CaptureQueriesContext(connection) as found:
+        assert 'id="getting-started"' not in client.get("/dashboard/").content.decode()  # all done: gone
+    with CaptureQueriesContext(connection) as later:
+        assert 'id="getting-started"' not in client.get("/dashboard/").content.decode()
+    assert len(later.captured_queries) <= len(found.captured_queries) - 3  # its three look-ups: not again

@@ -41,13 +41,16 @@ def overview(request):
         full_at=max(included - 1, 0),
         level="full" if month.used >= included > 0 else ("warn" if month.used >= included * WARN_AT else ""),
         can_upgrade=stripe_client.configured(),
-        steps=getting_started(org),
+        steps=getting_started(org, request.session),
     )
 
 
-def getting_started(org) -> list[dict] | None:
+def getting_started(org, session) -> list[dict] | None:
     """A new organization's first steps, each checked off once it happened (from its keys and its
-    usage ledger); None once all are done."""
+    usage ledger); None once all are done, which the session remembers (no queries after that)."""
+    finished = f"getting_started_done:{org.pk}"
+    if session.get(finished):
+        return None
     steps = [
         {"done": scoped(ApiKey, org).exists(), "text": "Create an API key", "url": "dashboard:keys"},
         {
@@ -61,7 +64,10 @@ def getting_started(org) -> list[dict] | None:
             "url": "dashboard:playground",
         },
     ]
-    return None if all(step["done"] for step in steps) else steps
+    if all(step["done"] for step in steps):
+        session[finished] = True
+        return None
+    return steps
 
 
 WARN_AT = 0.8  # of the month's included characters
