@@ -51,11 +51,13 @@ def main() -> None:
 
     from tests.browser import browser_page, sign_up
     from tests.fake_stripe import FakeStripe
+    from tests.receiver import Receiver
 
     OUT.mkdir(parents=True, exist_ok=True)
     with (
         FakeStripe(api_key=STRIPE_KEY) as stripe_fake,  # billing against a local fake of Stripe's API
-        Stack(checkpoint("tiny"), **stripe_env(stripe_fake.url)) as stack,
+        # Test events go to receivers on loopback (the product allows only public addresses by default).
+        Stack(checkpoint("tiny"), TTS_CALLBACK_ALLOW_PRIVATE="1", **stripe_env(stripe_fake.url)) as stack,
         browser_page(width=1100, height=760) as page,
     ):
         base = stack.base_url
@@ -125,6 +127,19 @@ def main() -> None:
         page.screenshot(path=OUT / "security.png", full_page=True)
         page.click("#account-link")
         page.screenshot(path=OUT / "account.png", full_page=True)
+        good, failing = Receiver(failures=0), Receiver(failures=100)
+        nav.get_by_role("link", name="Webhooks", exact=True).click()
+        for url in (failing.url, good.url):
+            page.fill("#test-url", url)
+            page.click("button:has-text('Send test event')")
+        page.screenshot(path=OUT / "webhooks.png", full_page=True)
+        good.close()
+        failing.close()
+        nav.get_by_role("link", name="Settings", exact=True).click()
+        page.select_option("#id_model", "chattts")
+        page.select_option("#id_voice", "nova")
+        page.click("button:has-text('Save defaults')")
+        page.screenshot(path=OUT / "settings.png", full_page=True)
         page.set_viewport_size({"width": 390, "height": 844})  # a phone: the header as a menu
         page.goto(f"{base}/dashboard/keys")
         page.click("button.menu-toggle")
