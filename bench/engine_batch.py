@@ -9,7 +9,12 @@ to its token budget, so runs compare equal work). All ratios come from this one 
   (fraction of equal tokens, and the first step that differs) and the log-mel L1 distance of the
   audio, beside the distance between two fp32 rows that only differ in seed (unrelated audio).
 
-    nice -n 10 .venv/bin/python bench/engine_batch.py [--tokens 32] [--runs 3] [--threads N] [--size full]
+With `--kv`, only the KV caches instead: the static cache (`inference.chattts.kvcache`) against
+the cache that grows by concatenation (`growing`, the loop before it), in turns on the same rows:
+batches of 1, 4 and 8 rows, and 4 rows joined by 4 more at their 16th step (continuous batching);
+wall time ratio and whether every row's tokens are the same.
+
+    nice -n 10 .venv/bin/python bench/engine_batch.py [--tokens 32] [--runs 3] [--threads N] [--size full] [--kv]
 """
 
 from __future__ import annotations
@@ -43,18 +48,18 @@ def rows_for(n: int, tokens: int, seed_offset: int = 0):
     return [BatchRow(f"r{i}", TEXTS[i % len(TEXTS)], params[i], tokens) for i in range(n)]
 
 
-def run(engine, rows, chunk_tokens: int):
+def run(engine, rows, chunk_tokens: int, more=None):
     """(wall seconds, audio per row, token ids per row, seconds to each row's first chunk)."""
     from inference.batch import Audio
 
-    audio: dict[str, list[np.ndarray]] = {r.key: [] for r in rows}
+    audio: dict[str, list[np.ndarray]] = {}
     first: dict[str, float] = {}
     ids = {}
     started = time.perf_counter()
-    for event in engine.run_rows(rows, lambda key: False, chunk_tokens):
+    for event in engine.run_rows(rows, lambda key: False, chunk_tokens, more):
         if isinstance(event, Audio):
             first.setdefault(event.key, time.perf_counter() - started)
-            audio[event.key].append(event.samples)
+            audio.setdefault(event.key, []).append(event.samples)
         else:
             ids[event.key] = event.ids
     wall = time.perf_counter() - started
@@ -133,6 +138,47 @@ def forced_run(engine, rows, ids: dict[str, np.ndarray]):
     return {k: np.stack(v) for k, v in sampled.items()}, audio
 
 
+def compare_caches(engine, tokens: int, runs: int) -> None:
+    """The static KV cache against the growing one, in turns (a busy spell on a shared machine hits
+    both): fastest wall time of each, and every row's tokens compared."""
+    from dataclasses import replace
+
+    parts = engine._gpt_parts()
+    caches = {"static": parts, "growing": replace(parts, static_cache=False)}
+
+    def joining(rows):
+        asked = [0]
+
+        def more(live: int):
+            asked[0] += 1
+            return rows[4:] if asked[0] == 16 else []
+
+        return rows[:4], more
+
+    setups = {f"{n} rows": (lambda n=n: (rows_for(n, tokens), None)) for n in (1, 4, 8)}
+    setups["4 rows + 4 joining"] = lambda: joining(rows_for(8, tokens))
+    print(f"KV cache: static vs growing, {tokens} tokens a row, fastest of {runs} runs")
+    for name, setup in setups.items():
+        walls: dict[str, list[float]] = {c: [] for c in caches}
+        ids: dict[str, dict] = {}
+        for _ in range(runs):
+            for cache, cache_parts in caches.items():
+                engine._parts = cache_parts
+                rows, more = setup()
+                wall, _, ids[cache], _ = run(engine, rows, tokens, more)
+                walls[cache].append(wall)
+        same = ids["static"].keys() == ids["growing"].keys() and all(
+            np.array_equal(ids["static"][k], ids["growing"][k]) for k in ids["growing"]
+        )
+        static, growing = min(walls["static"]), min(walls["growing"])
+        print(
+            f"{name:20s} growing {growing:7.2f} s   static {static:7.2f} s   static/growing ×{static / growing:.3f}"
+            f"   tokens {'the same' if same else 'DIFFER'}",
+            flush=True,
+        )
+    engine._parts = parts
+
+
 def best(engine, rows, chunk_tokens: int, runs: int):
     """`run` repeated: the fastest wall time (the machine may be shared), the first run's outputs."""
     results = [run(engine, rows, chunk_tokens) for _ in range(runs)]
@@ -145,6 +191,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3, help="runs of each measurement; the fastest counts")
     parser.add_argument("--size", default="full", choices=["tiny", "full"])
     parser.add_argument("--threads", type=int, default=0, help="torch threads (default: torch's choice)")
+    parser.add_argument("--kv", action="store_true", help="only the static KV cache against the growing one")
     args = parser.parse_args()
     import torch
 
@@ -162,6 +209,10 @@ def main() -> None:
     engine.warm_up()
     run(engine, rows_for(8, 2), 2)  # the voices' speaker embeddings, the texts' first normalisation
     threads = torch.get_num_threads()
+    if args.kv:
+        print(f"{args.size} checkpoint, {threads} torch threads, fp32\n")
+        compare_caches(engine, tokens, runs)
+        return
     print(f"{args.size} checkpoint, {tokens} tokens a row, fastest of {runs} runs, {threads} torch threads, fp32\n")
 
     # Throughput; configurations take turns, so that a busy spell on a shared machine hits all.

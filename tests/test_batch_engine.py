@@ -22,7 +22,7 @@ import pytest
 import torch
 
 from inference.batch import Audio, BatchRow, Done
-from inference.chattts import kvcache
+from inference.chattts import generation, kvcache
 from inference.chattts.engine import ChatTTSEngine
 from inference.chattts.generation import RowPlan, generate
 from inference.chattts.params import ChatTTSParams
@@ -475,6 +475,7 @@ def test_a_cache_too_short_compacts_and_grows_and_gives_the_same_tokens(engine, 
         lengths.append(length)
         allocate(self, like, capacity, length)
 
+    monkeypatch.setattr(generation, "_IDLE", [])  # a new cache, not the previous batch's
     monkeypatch.setattr(kvcache, "_round_up", lambda n, quantum: n // 2)
     monkeypatch.setattr(kvcache.StaticKV, "_shift", recorded_shift)
     monkeypatch.setattr(kvcache.StaticKV, "_allocate", recorded_allocate)
@@ -488,3 +489,14 @@ def test_a_cache_too_short_compacts_and_grows_and_gives_the_same_tokens(engine, 
     for key, tokens in growing_tokens.items():
         assert len(tokens) == next(r.max_tokens for r in [*ROWS, FOURTH] if r.key == key)
         np.testing.assert_array_equal(static_tokens[key], tokens)
+
+
+def test_the_next_batch_reuses_the_cache_and_gives_the_same_tokens(engine):
+    parts = engine._gpt_parts()
+    first, _ = generated(engine, parts, ROWS)
+    (batch,) = generation._IDLE
+    allocations, keys = batch.kv.generation, batch.kv.keys[0]
+    again, _ = generated(engine, parts, [ROWS[2], ROWS[0]])  # fewer rows, shorter: no new allocation
+    assert generation._IDLE == [batch] and batch.kv.generation == allocations and batch.kv.keys[0] is keys
+    for key in ("a", "c"):
+        np.testing.assert_array_equal(again[key], first[key])

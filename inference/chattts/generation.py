@@ -22,6 +22,7 @@ processes), never when the web process imports `inference`.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable, Iterator, Sequence
 
 import torch
@@ -48,12 +49,24 @@ class _Batch:
 
     def __init__(self, parts: GPTParts) -> None:
         self.parts = parts
+        self.model = weakref.ref(parts.llama)
         self.kv = StaticKV(parts.device_gpt)
         self.kv.full_view = uses_graphs(parts)
         self.kv.unmasked = getattr(parts.llama.config, "_attn_implementation", "") == "sdpa"
         self.graphs = DecodeGraphs() if self.kv.full_view else None
         self.slot_keys: list[str] = []
         self.to_slots = self.to_rows = torch.zeros(0, dtype=torch.long)
+
+    @classmethod
+    def take(cls, parts: GPTParts) -> _Batch:
+        """The previous batch's cache and captured steps when it ran the same model the same way
+        (a worker's batches: allocated and captured once, grown when a batch needs more), else new."""
+        batch = _IDLE.pop() if _IDLE else None
+        if batch is None or batch.model() is not parts.llama or batch.kv.full_view != uses_graphs(parts):
+            return cls(parts)
+        batch.parts, batch.slot_keys = parts, []
+        batch.kv.reset()
+        return batch
 
     def admit(self, emb: torch.Tensor, attention_mask: torch.Tensor, plans: Sequence[RowPlan]) -> torch.Tensor:
         """Prefill rows and place them in free slots; returns their last hidden states."""
@@ -94,6 +107,9 @@ class _Batch:
         return hidden.index_select(0, self.to_rows)
 
 
+_IDLE: list[_Batch] = []  # the last batch, when no batch is running (one model per worker process)
+
+
 def generate(
     parts: GPTParts,
     emb: torch.Tensor,
@@ -115,8 +131,24 @@ def generate(
     if not parts.static_cache:
         yield from generate_growing(parts, emb, attention_mask, plans, stop, forced, admit)
         return
+    batch = _Batch.take(parts)
+    try:
+        yield from _steps(batch, emb, attention_mask, plans, stop, forced, admit)
+    finally:
+        _IDLE[:] = [batch]
+
+
+def _steps(
+    batch: _Batch,
+    emb: torch.Tensor,
+    attention_mask: torch.Tensor,
+    plans: Sequence[RowPlan],
+    stop: Callable[[str], bool],
+    forced: dict[str, torch.Tensor] | None,
+    admit: Admit | None,
+) -> Iterator[Step]:
+    parts = batch.parts
     num_vq = len(parts.emb_code)
-    batch = _Batch(parts)
     with torch.inference_mode():
         state = BatchState(parts, plans, num_vq)
         hidden = batch.admit(emb, attention_mask, plans)

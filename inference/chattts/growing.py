@@ -63,15 +63,7 @@ def generate_growing(
     forced: dict[str, torch.Tensor] | None = None,
     admit: Admit | None = None,
 ) -> Iterator[Step]:
-    """Run the rows from their prompts (`emb` (n, T, hidden), left-padded; `attention_mask` (n, T))
-    until every row has ended; one `Step` per decode step. Torch runs in inference mode, but not
-    across the yields (the mode is thread state; it must not leak into the caller).
-
-    `admit` (continuous batching): asked before every step while rows are generating; rows it
-    returns are prefilled and join the batch at that step, each from its own first token.
-
-    `forced` (benchmarks): a row's tokens (steps, num_vq) to feed back instead of those it samples,
-    so that two models can be compared step by step on the same prefix (teacher forcing)."""
+    """`generation.generate` over the growing cache (the same steps, for the same rows)."""
     num_vq = len(parts.emb_code)
     cpu = parts.device_gpt.type == "cpu"
     # The transformer's batch holds the live rows in order, then a copy if `padded` adds one.

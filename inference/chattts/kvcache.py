@@ -100,6 +100,10 @@ class StaticKV(Cache):
 
     # The loop's side.
 
+    def reset(self) -> None:
+        """No rows: the buffers stay, for the next batch."""
+        self.start, self.write, self._dense = [], 0, None
+
     @torch.inference_mode()
     def admit(self, prompts: Cache, mask: torch.Tensor, position: torch.Tensor, budget: int, slots: int) -> int:
         """Rows prefilled into `prompts` (transformers' cache, m rows of T columns, left-padded;

@@ -3,11 +3,22 @@ same warpers, the same repetition penalty, the same draw. No model: random logit
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import torch
 from ChatTTS.model.processors import CustomRepetitionPenaltyLogitsProcessorRepeat
 from transformers.generation import TopKLogitsWarper, TopPLogitsWarper
 
-from inference.chattts.sampling import MIN_TOKENS_TO_KEEP, REPETITION_PENALTY, padded, penalise, sample_noise, warp
+from inference.chattts.graphs import bucket, uses_graphs
+from inference.chattts.sampling import (
+    MIN_TOKENS_TO_KEEP,
+    REPETITION_PENALTY,
+    GPTParts,
+    padded,
+    penalise,
+    sample_noise,
+    warp,
+)
 
 VOCAB, NUM_VQ = 626, 4
 SETTINGS = [(0.7, 20), (0.9, 10), (0.5, 40), (1.0, 626), (0.3, 1)]
@@ -51,3 +62,14 @@ def test_three_rows_run_as_four_on_cpu_only():
     assert padded([4, 5, 6, 7, 8, 9, 10], cpu=True) == [4, 5, 6, 7, 8, 9, 10, 10]
     assert padded([0, 1], cpu=True) == [0, 1] and padded([0, 1, 2, 3], cpu=True) == [0, 1, 2, 3]
     assert padded([0, 1, 2], cpu=False) == [0, 1, 2]
+
+
+def test_decode_steps_are_replayed_from_cuda_graphs_on_cuda_only():
+    cpu = torch.device("cpu")
+    parts = GPTParts(torch.nn.Identity(), [], torch.zeros(0), VOCAB, cpu, cpu, torch.float32)
+    assert parts.static_cache and parts.cuda_graphs and not uses_graphs(parts)
+    on_cuda = replace(parts, device=torch.device("cuda"), device_gpt=torch.device("cuda"))
+    assert uses_graphs(on_cuda)
+    assert not uses_graphs(replace(on_cuda, cuda_graphs=False))
+    assert not uses_graphs(replace(on_cuda, static_cache=False))
+    assert [bucket(n) for n in (1, 2, 3, 4, 5, 9, 64, 65)] == [1, 2, 4, 4, 8, 16, 64, 128]
