@@ -19,6 +19,7 @@ from synthesis.api.defaults import with_defaults
 from synthesis.models import Job
 from tests.factories import own_plan
 from tests.test_dashboard_team import messages_of
+from voices.models import Voice
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -101,3 +102,17 @@ def test_the_settings_page_sets_the_defaults_and_says_what_is_wrong(owner):
     playground = page.get("/dashboard/playground").content.decode()
     assert re.search(r'<option value="kokoro"[^>]* selected>', playground)  # the playground starts on it
     assert re.search(r'<option value="af_bella"[^>]* selected', playground)
+
+
+def test_an_own_voice_as_the_default_is_cleared_when_the_voice_is_deleted(owner):
+    user = get_user_model().objects.create_user("owner2@example.com", "owner2@example.com", "correct horse battery")
+    Membership.objects.create(user=user, organization=owner.org, role="owner")
+    mine = Voice.objects.create(organization=owner.org, name="Mine", model="chattts", source="seed", seed=3)
+    page = Client()
+    page.force_login(user)
+    page.post("/dashboard/organization", {"action": "defaults", "model": "chattts", "voice": mine.id})
+    owner.org.refresh_from_db()
+    assert owner.org.default_voice == mine.id
+    page.post(f"/dashboard/voices/{mine.id}/delete")
+    owner.org.refresh_from_db()
+    assert (owner.org.default_model, owner.org.default_voice) == ("chattts", "")  # not left naming a deleted voice

@@ -8,4 +8,4 @@ class VoicesConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from . import recordings, trail  # noqa: F401, PLC0415  (files of deleted voices; the audit log)
+        from . import cleanup, trail  # noqa: F401, PLC0415  (what goes with a deleted voice; the audit log)

@@ -9,9 +9,6 @@ import io
 
 import av
 import numpy as np
-from django.db import transaction
-from django.db.models.signals import post_delete
-from django.dispatch import receiver
 from rest_framework import serializers
 
 from inference.spec import SAMPLE_RATE, EngineSpec
@@ -81,18 +78,3 @@ def start_encoding(voice: Voice, spec: EngineSpec, recording: np.ndarray) -> Non
     pcm = (np.clip(recording, -1.0, 1.0) * 32767).astype("<i2").tobytes()
     get_redis().set(RECORDING_KEY.format(voice.id), pcm, ex=3600)
     send(ENCODE_VOICE, voice.id, queue=spec.queue_name, priority=0, expires=3600)
-
-
-@receiver(post_delete, sender=Voice)
-def _forget_recording(sender, instance: Voice, **kwargs) -> None:
-    """A deleted voice's kept upload, and its recording if a worker has not encoded it yet, go
-    with it, whatever deleted it (the API, the dashboard, the admin, a closed organization); once
-    the deletion is committed."""
-    upload = instance.upload.name if instance.upload else ""
-
-    def forget() -> None:
-        if upload:
-            instance.upload.storage.delete(upload)
-        get_redis().delete(RECORDING_KEY.format(instance.id))
-
-    transaction.on_commit(forget)
