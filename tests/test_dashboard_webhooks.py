@@ -60,6 +60,8 @@ def test_job_callbacks_are_logged_and_a_job_is_redelivered_from_the_page(live_st
 
         answer = page.post(f"/dashboard/webhooks/jobs/{job['id']}/redeliver", follow=True)
         assert "being sent again" in messages_of(answer)
+        again = page.post(f"/dashboard/webhooks/jobs/{job['id']}/redeliver", follow=True)
+        assert "being sent again already" in messages_of(again)  # one redelivery at a time
         receiver.wait(3)
         wait_until(lambda: WebhookDelivery.objects.filter(job_id=job["id"]).count() >= 3, 30, "the redelivery logged")
         assert len(rows(page.get("/dashboard/webhooks", {"job": job["id"]}))) == 3
@@ -102,7 +104,7 @@ def test_a_test_event_is_signed_sent_at_once_and_logged(settings):
 def test_a_test_event_goes_to_the_endpoint_by_default_and_private_or_bad_urls_are_refused(settings):
     settings.TTS_CALLBACK_ALLOW_PRIVATE = False
     org = Organization.objects.create(name="Hooks Two", slug="hooks-two")
-    page = signed_in(org)
+    page = signed_in(org, role="admin")
     answer = page.post("/dashboard/webhooks/test", {"url": ""}, follow=True)
     assert "set the organization's event endpoint" in messages_of(answer)
     for url in ("http://127.0.0.1:9/hook", "http://169.254.169.254/latest", "ftp://example.com/x"):
@@ -114,12 +116,26 @@ def test_a_test_event_goes_to_the_endpoint_by_default_and_private_or_bad_urls_ar
     settings.TTS_CALLBACK_ALLOW_PRIVATE = True
     receiver = Receiver(failures=0)
     try:
-        org.webhook_url = receiver.url
+        org.webhook_url = receiver.url.replace("http://", "http://user:s3cret@") + "?token=abc"
         org.save()
-        page.post("/dashboard/webhooks/test", {"url": ""})
+        assert 'value="' + receiver.url.replace("http://", "http://user:s3cret@") not in text_of_page(page)
+        answer = page.post("/dashboard/webhooks/test", {"url": ""})
+        assert answer["Location"] == "/dashboard/webhooks"  # the URL never goes into the address bar
         assert len(receiver.deliveries) == 1  # the endpoint, when no URL is typed
+        shown = page.get("/dashboard/webhooks").content.decode()
+        assert "s3cret" not in shown and receiver.url + "?token=abc" in html.unescape(shown)
+
+        # A member neither sees the event endpoint nor falls back to it.
+        member = signed_in(org, "plain@example.com")
+        assert "token=abc" not in member.get("/dashboard/webhooks").content.decode()
+        assert "Give a URL" in messages_of(member.post("/dashboard/webhooks/test", {"url": ""}, follow=True))
+        assert len(receiver.deliveries) == 1
     finally:
         receiver.close()
+
+
+def text_of_page(client) -> str:
+    return client.get("/dashboard/webhooks").content.decode()
 
 
 @pytest.mark.django_db

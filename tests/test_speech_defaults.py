@@ -37,6 +37,7 @@ def test_defaults_are_set_checked_and_used_by_requests_that_leave_them_open(live
             ({"model": "chattts", "voice": "af_heart"}, 400, "voice"),  # a Kokoro voice
             ({"model": "kokoro", "voice": "voice_0123456789abcdef"}, 400, "voice"),
             ({"model": "kokoro"}, 400, "voice"),
+            ({"model": "", "voice": "af_heart"}, 400, "voice"),  # a voice goes with the default model (ChatTTS)
         ):
             refused = client.put("/organization/speech_defaults", json=body)
             assert refused.status_code == status and refused.json()["error"]["param"] == param, refused.text
@@ -79,7 +80,8 @@ def test_the_websocket_protocol_fills_the_defaults(settings):
     plain = protocol.parse(json.dumps({"type": "synthesize", "text": "Hi."}))
     assert plain.speech["model"] == "chattts" and plain.speech["voice"] == "alloy"
     gone = Organization(name="Old", default_model="retired-model", default_voice="x")
-    assert with_defaults({"input": "x"}, gone)["model"] == "chattts"  # no longer served: the deployment's
+    filled = with_defaults({"input": "x"}, gone)
+    assert filled["model"] == "chattts" and "voice" not in filled  # no longer served: the deployment's, its voice
 
 
 def test_the_settings_page_sets_the_defaults_and_says_what_is_wrong(owner):

@@ -71,7 +71,6 @@ def voices(request):
         form=form,
         speaker_models=" ".join(spec.name for spec in form.speaking()),
         recording_models=" ".join(spec.name for spec in allowed if spec.features.recording_voices),
-        processing=any(voice.status == Voice.Status.PROCESSING for voice in own),
         mix_models=" ".join(spec.name for spec in form.mixing()),
         used=len(own),
         limit=limits.max_custom_voices,

@@ -1,8 +1,10 @@
 """Webhooks: the delivery log (every attempt at a job's callback, a usage alert or a test event:
 when, where, the receiver's status or why there is none, how long it took), filtered by job or
-outcome and paged; a test event sent at once to a URL (the organization's event endpoint unless
-another is typed); a finished job's callback sent again. Members see the log and use both
-actions (they may submit jobs with any callback URL already); test events are throttled per user."""
+outcome and paged; a test event sent at once to a URL (for owners and admins, the organization's
+event endpoint unless another is typed); a finished job's callback sent again. Members see the log
+(the event endpoint's URL only owners and admins) and use both actions (they may submit jobs with
+any callback URL already); both are throttled per member and per organization. URLs are never
+shown or redirected to with their credentials."""
 
 from __future__ import annotations
 
@@ -14,20 +16,39 @@ from django.core.paginator import Paginator
 from django.http import Http404
 from django.shortcuts import redirect
 from django.urls import reverse
-from django.utils.http import urlencode
 from django.views.decorators.http import require_POST
-from django_ratelimit.decorators import ratelimit
+from django_ratelimit.core import is_ratelimited
 
 from accounts.tenancy import scoped
 from synthesis.models import Job, WebhookDelivery
 from synthesis.service import deliveries
+from synthesis.service.callbacks import shown
 from tts_saas.errors import ApiError
 
 from ..access import member_required, page, require_active
-from ..throttles import by_user, too_many_attempts
+from ..throttles import too_many_attempts
 
 PAGE_SIZE = 50
-TEST_RATE = "10/m"  # test events per user
+# Test events and redeliveries: per user and per organization (each test holds a web thread up to ~10 s).
+RATES = {"user": "10/m", "organization": "30/m"}
+LAST_TEST_URL = "webhooks:last_test_url"  # the session's last test URL (shown without credentials)
+LISTED = ("id", "at", "event", "event_type", "message_id", "url", "status", "error", "duration_ms", "job_id")
+
+
+def limited(request, action: str) -> bool:
+    """Whether this member or their organization has done `action` too often this minute."""
+    keys = {"user": str(request.user.pk), "organization": str(request.principal.organization.pk)}
+    return any(
+        is_ratelimited(
+            request,
+            group=f"dashboard:webhooks-{action}-{whose}",
+            key=lambda group, request, whose=whose: keys[whose],
+            rate=rate,
+            method="POST",
+            increment=True,
+        )
+        for whose, rate in RATES.items()
+    )
 
 
 class DeliveryFilter(forms.Form):
@@ -61,12 +82,22 @@ def result_of(row: WebhookDelivery) -> str:
     return row.error or "no answer"
 
 
+ENDPOINT = "the organization's event endpoint"
+
+
+def target_of(row: WebhookDelivery, org, admin: bool) -> str:
+    """Where the row went, as this member may see it: the event endpoint's URL is the admins'."""
+    endpoint = row.event == WebhookDelivery.Event.USAGE_ALERT or (org.webhook_url and row.url == shown(org.webhook_url))
+    return ENDPOINT if endpoint and not admin else row.url
+
+
 @member_required
 def webhooks(request):
     org = request.principal.organization
     filtered = any(request.GET.get(name) for name in DeliveryFilter.base_fields)
     form = DeliveryFilter(request.GET if filtered else None)
-    rows = form.apply(scoped(WebhookDelivery, org).select_related("job"))
+    rows = scoped(WebhookDelivery, org).select_related("job").only(*LISTED, "job__callback_url", "job__status")
+    rows = form.apply(rows)
     listed = Paginator(rows, PAGE_SIZE).get_page(request.GET.get("page"))
     query = request.GET.copy()
     query.pop("page", None)
@@ -76,43 +107,43 @@ def webhooks(request):
         "webhooks",
         form=form,
         filtered=filtered,
-        deliveries=[(row, result_of(row)) for row in listed],
+        deliveries=[(row, result_of(row), target_of(row, org, request.principal.is_admin)) for row in listed],
         listed=listed,
         query=query.urlencode(),
-        test_url=request.GET.get("url", org.webhook_url),
+        # The event endpoint is the admins' to see (as on the API keys page), without credentials.
+        test_url=request.session.get(LAST_TEST_URL) or (shown(org.webhook_url) if request.principal.is_admin else ""),
         final=Job.FINAL,
     )
 
 
 @require_POST
-@ratelimit(group="dashboard:webhook-test", key=by_user, rate=TEST_RATE, method="POST", block=False)
 @member_required
 def send_test(request):
-    if getattr(request, "limited", False):
-        return too_many_attempts(request)
     require_active(request)
-    url = request.POST.get("url", "").strip() or request.principal.organization.webhook_url
+    if limited(request, "test"):
+        return too_many_attempts(request)
+    org = request.principal.organization
+    url = request.POST.get("url", "").strip() or (org.webhook_url if request.principal.is_admin else "")
+    request.session[LAST_TEST_URL] = shown(url)[:2000]  # never the credentials, never in the address bar
     try:
-        sent = deliveries.send_test(request.principal.organization, url)
+        sent = deliveries.send_test(org, url)
     except ApiError as exc:
         messages.error(request, exc.message)
-        return redirect(f"{reverse('dashboard:webhooks')}?{_url_query(url)}")
+        return redirect("dashboard:webhooks")
     said = f"Test event to {sent.url}: {result_of(sent)} in {sent.duration_ms} ms"
     if sent.delivered:
         messages.info(request, f"{said}. Delivered.")
     else:
         messages.error(request, f"{said}. Not delivered: the receiver must answer 2xx.")
-    return redirect(f"{reverse('dashboard:webhooks')}?{_url_query(url)}")
-
-
-def _url_query(url: str) -> str:
-    return urlencode({"url": url[:2000]})
+    return redirect("dashboard:webhooks")
 
 
 @require_POST
 @member_required
 def redeliver(request, job_id: uuid.UUID):
     require_active(request)
+    if limited(request, "redeliver"):
+        return too_many_attempts(request)
     job = scoped(Job, request.principal.organization).filter(pk=job_id).first()
     if job is None:
         raise Http404("No such job.")

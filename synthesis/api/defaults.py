@@ -40,9 +40,11 @@ def with_defaults(data: dict, org: Organization) -> dict:
     model = data.get("model", "")
     if isinstance(model, str) and (model == "" or offer.is_alias(model)):
         data = {**data, "model": default_model(org)}
-    if org.default_voice and "voice" not in data:
+    # The voice is of the default model it was chosen with: only while that model is served.
+    own = offer.find(org.default_model) if org.default_voice and org.default_model else None
+    if own is not None and "voice" not in data:
         spec = offer.find(data.get("model") or "") if isinstance(data.get("model"), str) else None
-        if spec is not None and spec.name == default_model(org):
+        if spec is not None and spec.name == own.name:
             data = {**data, "voice": org.default_voice}
     return data
 
@@ -61,14 +63,18 @@ class SpeechDefaultsSerializer(StrictSerializer):
 
 
 def check(org: Organization, model: str, voice: str) -> tuple[str, str]:
-    """The defaults as stored (a model's engine name), or ApiError: a model not served (404) or not
-    in the plan (403), a voice the model cannot speak with (400)."""
+    """The defaults as stored (a model's engine name; a voice is stored with its model, the
+    deployment's default when none is given), or ApiError: a model not served (404), a model or
+    built-in voice not in the plan (403), a voice the model cannot speak with (400)."""
     spec = offer.spec_for(model) if model else offer.default_spec()
-    if model:
-        offer.check_allowed(limits_for(org), spec)
+    limits = limits_for(org)
+    if model or voice:
+        offer.check_allowed(limits, spec)
     if voice:
         resolve_voice(org, voice, spec)  # built in, or the organization's own of that model and ready
-    return (spec.name if model else ""), voice
+        if limits.allowed_voices and spec.voice(voice) is not None and voice not in limits.allowed_voices:
+            raise ApiError(403, f"Voice '{voice}' is not in your plan.", "not_in_plan", "voice")
+    return (spec.name if model or voice else ""), voice
 
 
 class SpeechDefaultsViewSet(OwnOrganizationViewSet):

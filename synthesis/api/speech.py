@@ -191,7 +191,8 @@ async def preview(
     if own is not None:
         model = own.model
     else:
-        model = model or default_model(principal.organization)  # the organization's, else the deployment's
+        if not model or offer.is_alias(model):  # the organization's default, else the deployment's
+            model = default_model(principal.organization)
         if offer.spec_for(model).voice(voice_id) is None:
             raise ApiError(404, f"No voice '{voice_id[:70]}' in this organization.", "not_found")
     body = {"model": model, "input": PREVIEW_TEXT, "voice": voice_id, "seed": PREVIEW_SEED, "response_format": fmt}

@@ -15,6 +15,7 @@ from django.utils import timezone
 from accounts.models import Organization
 from synthesis.models import Job, WebhookDelivery
 from tts_saas.errors import ApiError
+from tts_saas.redis import get_redis
 
 from .callbacks import send, url_problem
 from .queue import enqueue_callback
@@ -46,13 +47,28 @@ def send_test(org: Organization, url: str) -> WebhookDelivery:
     return send(org, url, test_event(org), f"msg_test_{secrets.token_hex(12)}", WebhookDelivery.Event.TEST)
 
 
+REDELIVERY_SECONDS = 600  # a redelivery's retries run this long at most: one at a time per job
+MAX_ATTEMPTS_PER_JOB = 50  # attempts a job's callback gets in all, redeliveries included
+
+
 def redeliver(job: Job, request_id: str = "") -> None:
-    """Send an ended job's callback again, with the usual retries; 409 when it has none or has not
-    ended (its callback goes out when it does)."""
+    """Send an ended job's callback again, with the usual retries; 409 when it has none, has not
+    ended (its callback goes out when it does), is being redelivered already, or has had
+    MAX_ATTEMPTS_PER_JOB attempts (a callback chain is not a way to send a URL requests)."""
     if not job.callback_url:
         raise ApiError(409, "This job was submitted without a callback_url.", "no_callback")
     if job.status not in Job.FINAL:
         raise ApiError(409, "The job has not ended: its callback is sent when it does.", "job_not_finished")
+    if WebhookDelivery.objects.filter(job=job).count() >= MAX_ATTEMPTS_PER_JOB:
+        raise ApiError(
+            409, f"This job's callback was tried {MAX_ATTEMPTS_PER_JOB} times: no more.", "too_many_attempts"
+        )
+    if not get_redis().set(f"tts:redelivery:{job.id}", 1, nx=True, ex=REDELIVERY_SECONDS):
+        raise ApiError(
+            409,
+            "This job's callback is being sent again already: its attempts appear in the log.",
+            "redelivery_running",
+        )
     enqueue_callback(job.id, request_id)
 
 
