@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 
 from django import forms
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.password_validation import validate_password
 from django.utils.html import format_html
@@ -95,6 +96,9 @@ def add_api_error(form: forms.Form, exc: ApiError) -> None:
     form.add_error(field, plain(field or "", exc.message))
 
 
+UPLOAD_FORM_BYTES = 64 * 1024  # of a recording's request, room for the other fields and the multipart framing
+
+
 class VoiceForm(forms.Form):
     """A voice as `voices.actions.create_voice` takes it: its model (one the plan allows), then
     what that model can make, as its spec says — a speaker from a seed or an embedding string, or
@@ -151,6 +155,10 @@ class VoiceForm(forms.Form):
     def __init__(self, *args, specs: list[EngineSpec], default: str = "", allowed_voices: tuple = (), **kwargs):
         super().__init__(*args, **kwargs)
         self.specs = {spec.name: spec for spec in specs}
+        # A request's body is limited (TTS_MAX_BODY_BYTES): the page says so before sending a file over it.
+        upload_limit = settings.TTS_MAX_BODY_BYTES - UPLOAD_FORM_BYTES
+        self.fields["audio"].widget.attrs["data-max-bytes"] = upload_limit
+        self.fields["audio"].help_text += f" At most {upload_limit / 1e6:.1f} MB."
         self.fields["model"].choices = [(spec.name, engines.label(spec)) for spec in specs]
         self.fields["model"].initial = default if default in self.specs else next(iter(self.specs), None)
         voices = [("", "—")] + [

@@ -17,8 +17,9 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 def test_a_voice_is_made_from_a_recording_and_its_status_is_followed(live_stack, tmp_path):
     base = live_stack.base_url
-    short, good = tmp_path / "short.wav", tmp_path / "me.wav"
+    short, good, big = tmp_path / "short.wav", tmp_path / "me.wav", tmp_path / "big.wav"
     short.write_bytes(recording(0.5))
+    big.write_bytes(recording(14, rate=96_000))  # 2.7 MB: over the request body limit
     good.write_bytes(recording(1.5))
     with browser_page() as page:
         sign_up(page, base, "recorder@example.com", "Recorder Co")
@@ -35,6 +36,13 @@ def test_a_voice_is_made_from_a_recording_and_its_status_is_followed(live_stack,
         page.set_input_files("#id_audio", str(short))
         page.click("button:has-text('Create voice')")
         expect(page.locator("#id_audio_error")).to_have_text("The recording is 0.5 s long; use 1 to 15 s.")
+
+        sent = []
+        page.on("request", lambda request: sent.append(request.url) if request.method == "POST" else None)
+        page.set_input_files("#id_audio", str(big))
+        page.click("button:has-text('Create voice')")
+        expect(page.locator("#id_audio_error")).to_contain_text("The file is 2.7 MB; at most 2.0 MB are accepted")
+        assert sent == []  # said in the page, not refused by the server unread
 
         page.set_input_files("#id_audio", str(good))
         page.click("button:has-text('Create voice')")
