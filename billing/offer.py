@@ -107,3 +107,15 @@ def check_allowed(limits: Limits, spec: EngineSpec) -> None:
 def allowed_specs(limits: Limits | None) -> list[EngineSpec]:
     """The served engines an organization's plan allows (all of them without an organization)."""
     return [s for s in served() if limits is None or not limits.allowed_models or s.name in limits.allowed_models]
+
+
+def check_voice_allowed(limits: Limits, spec: EngineSpec, voice: str) -> None:
+    """403 when `voice` is one of the model's built-in voices and the plan lists others only (an
+    organization's own voices are not limited by name)."""
+    if limits.allowed_voices and spec.voice(voice) is not None and voice not in limits.allowed_voices:
+        raise ApiError(
+            403,
+            f"Voice '{voice}' is not in your plan; available: {', '.join(limits.allowed_voices)}.",
+            "not_in_plan",
+            "voice",
+        )

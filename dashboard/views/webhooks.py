@@ -99,8 +99,6 @@ def webhooks(request):
     rows = scoped(WebhookDelivery, org).select_related("job").only(*LISTED, "job__callback_url", "job__status")
     rows = form.apply(rows)
     listed = Paginator(rows, PAGE_SIZE).get_page(request.GET.get("page"))
-    query = request.GET.copy()
-    query.pop("page", None)
     return page(
         request,
         "webhooks.html",
@@ -109,7 +107,6 @@ def webhooks(request):
         filtered=filtered,
         deliveries=[(row, result_of(row), target_of(row, org, request.principal.is_admin)) for row in listed],
         listed=listed,
-        query=query.urlencode(),
         # The event endpoint is the admins' to see (as on the API keys page), without credentials.
         test_url=request.session.get(LAST_TEST_URL) or (shown(org.webhook_url) if request.principal.is_admin else ""),
         final=Job.FINAL,

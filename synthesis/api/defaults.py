@@ -33,13 +33,19 @@ def default_model(org: Organization) -> str:
     return offer.default_spec().name
 
 
+def model_for(model: str, org: Organization) -> str:
+    """The model a request means: as named, or the organization's default (else the deployment's)
+    where it names none or one of OpenAI's names."""
+    return default_model(org) if model == "" or offer.is_alias(model) else model
+
+
 def with_defaults(data: dict, org: Organization) -> dict:
     """`data` (a request body) with the organization's defaults where it leaves them open."""
     if not (org.default_model or org.default_voice):
         return data
     model = data.get("model", "")
-    if isinstance(model, str) and (model == "" or offer.is_alias(model)):
-        data = {**data, "model": default_model(org)}
+    if isinstance(model, str):
+        data = {**data, "model": model_for(model, org)}
     # The voice is of the default model it was chosen with: only while that model is served.
     own = offer.find(org.default_model) if org.default_voice and org.default_model else None
     if own is not None and "voice" not in data:
@@ -72,8 +78,7 @@ def check(org: Organization, model: str, voice: str) -> tuple[str, str]:
         offer.check_allowed(limits, spec)
     if voice:
         resolve_voice(org, voice, spec)  # built in, or the organization's own of that model and ready
-        if limits.allowed_voices and spec.voice(voice) is not None and voice not in limits.allowed_voices:
-            raise ApiError(403, f"Voice '{voice}' is not in your plan.", "not_in_plan", "voice")
+        offer.check_voice_allowed(limits, spec, voice)
     return (spec.name if model or voice else ""), voice
 
 

@@ -23,7 +23,7 @@ from billing import offer
 from billing.limits import Limits
 from billing.policy import aauthorize
 from inference.spec import SAMPLE_RATE
-from synthesis.api.defaults import default_model
+from synthesis.api.defaults import model_for
 from synthesis.api.openapi import SpeechDoc, VoicePreviewDoc, documented_by
 from synthesis.api.serializers import SpeechRequestSerializer, StreamTicketSerializer
 from synthesis.audio import formats as audio
@@ -191,8 +191,7 @@ async def preview(
     if own is not None:
         model = own.model
     else:
-        if not model or offer.is_alias(model):  # the organization's default, else the deployment's
-            model = default_model(principal.organization)
+        model = model_for(model, principal.organization)
         if offer.spec_for(model).voice(voice_id) is None:
             raise ApiError(404, f"No voice '{voice_id[:70]}' in this organization.", "not_found")
     body = {"model": model, "input": PREVIEW_TEXT, "voice": voice_id, "seed": PREVIEW_SEED, "response_format": fmt}

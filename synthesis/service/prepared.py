@@ -85,14 +85,7 @@ def enforce_plan_limits(limits: Limits, data: dict, job: bool = False) -> None:
             "input",
         )
     check_format(limits, data["response_format"], "response_format")
-    builtin = spec.voice(data["voice"]) is not None
-    if limits.allowed_voices and builtin and data["voice"] not in limits.allowed_voices:
-        raise ApiError(
-            403,
-            f"Voice '{data['voice']}' is not in your plan; available: {', '.join(limits.allowed_voices)}.",
-            "not_in_plan",
-            "voice",
-        )
+    engines.check_voice_allowed(limits, spec, data["voice"])
 
 
 def prepare_speech(
