@@ -7,16 +7,23 @@ so is the scope check (`require`)."""
 
 from __future__ import annotations
 
+import hmac
+import logging
 from dataclasses import dataclass, replace
 
+from django.db.models import OuterRef, QuerySet, Subquery
+from django.utils import timezone
 from rest_framework.authentication import BaseAuthentication
 
 from tts_saas.errors import ApiError
 
 from . import audit, client_tokens, tickets
 from . import scopes as key_scopes
-from .models import KEY_SCHEME, ApiKey, Membership, Organization
+from .grants import effective_scopes, owner_role
+from .models import KEY_SCHEME, ApiKey, Membership, Organization, hash_key
 from .network import permits
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -29,6 +36,7 @@ class Principal:
     is_admin: bool = False  # an admin key, or an owner/admin member: may manage keys and the team
     scopes: frozenset[str] = key_scopes.STANDARD  # what it may do (accounts.scopes)
     token: client_tokens.ClientToken | None = None  # a client token acting for `api_key` (speech only)
+    secret: str = ""  # the SHA-256 of the key's secret it came in with: it ends when that secret ends
 
     is_authenticated = True  # lets DRF's IsAuthenticated accept it as request.user
 
@@ -53,24 +61,56 @@ def check_address(org: Organization, key: ApiKey | None, address: str | None) ->
     """The organization's allowlist, then the key's: 403 `ip_not_allowed` naming the address (and
     recorded in the audit log)."""
     for whose, networks in (("your organization's", org.allowed_ips), ("this API key's", key and key.allowed_ips)):
-        if networks and not permits(networks, address):
+        try:
+            permitted = not networks or permits(networks, address)
+        except (ValueError, TypeError):  # a stored entry no API would have taken: refused, never a 500
+            logger.error("invalid IP allowlist entry", extra={"organization": org.pk, "key": key and key.prefix})
+            raise ApiError(
+                403,
+                f"{whose.capitalize()} IP allowlist holds an entry that is not a network, so calls are refused: an "
+                "owner or admin must correct it (dashboard: API keys).",
+                "invalid_ip_allowlist",
+            ) from None
+        if not permitted:
             audit.record(org, "access.ip_refused", key, target=f"key:{key.prefix}" if key else "", ip=address)
             raise ApiError(403, f"Calls from {address} are not allowed by {whose} IP allowlist.", "ip_not_allowed")
 
 
-def principal_for_key(key: ApiKey, address: str | None = None) -> Principal:
-    """The caller behind a key already identified (by its secret, or by a WebSocket ticket),
-    calling from `address`."""
+def keys() -> QuerySet[ApiKey]:
+    """Keys as authentication reads them: with their organization and their owner's role now."""
+    role = Membership.objects.filter(organization=OuterRef("organization"), user=OuterRef("owner")).values("role")
+    return ApiKey.objects.select_related("organization").annotate(owner_role=Subquery(role[:1]))
+
+
+def secret_valid(key: ApiKey, secret: str) -> bool:
+    """Whether the secret with this hash still opens the key: its current one, or the previous
+    one during a rotation's grace."""
+    if hmac.compare_digest(key.hashed_key, secret):
+        return True
+    in_grace = key.previous_valid_until is not None and timezone.now() < key.previous_valid_until
+    return in_grace and bool(key.previous_hashed_key) and hmac.compare_digest(key.previous_hashed_key, secret)
+
+
+def principal_for_key(key: ApiKey, address: str | None = None, secret: str = "") -> Principal:
+    """The caller behind a key already identified (by its secret, by a WebSocket ticket or a
+    client token bought with it: `secret`, its hash), calling from `address`. A member's own key
+    does at most what its owner's role allows now."""
     if not key.is_usable():
         raise ApiError(401, "This API key has been revoked or has expired.", "invalid_api_key")
+    if secret and not secret_valid(key, secret):
+        raise ApiError(401, "This API key's secret was rotated: use its new secret.", "invalid_api_key")
+    if key.owner_id is not None and owner_role(key) is None:
+        raise ApiError(401, "This API key's owner is no longer a member of the organization.", "invalid_api_key")
     check_active(key.organization)
     check_address(key.organization, key, address)
     key.touch()
+    granted = effective_scopes(key)
     return Principal(
         organization=key.organization,
         api_key=key,
-        is_admin=key.kind == ApiKey.Kind.ADMIN,
-        scopes=frozenset(key.scopes),
+        is_admin=granted == key_scopes.ALL,
+        scopes=granted,
+        secret=secret,
     )
 
 
@@ -95,7 +135,7 @@ def principal_for_member(membership: Membership, *, active: bool = True) -> Prin
         api_key=None,
         user_id=membership.user_id,
         is_admin=membership.is_admin,
-        scopes=key_scopes.ALL if membership.is_admin else key_scopes.STANDARD,
+        scopes=key_scopes.for_role(membership.role),
     )
 
 
@@ -117,10 +157,10 @@ def authenticate_key(header: str | None, address: str | None = None) -> Principa
     invalid = ApiError(401, "Incorrect API key provided.", "invalid_api_key")
     if scheme != KEY_SCHEME or not prefix or not secret:
         raise invalid
-    key = ApiKey.objects.select_related("organization").filter(prefix=prefix).first()
-    if key is None or not key.matches(raw):
+    key = keys().filter(prefix=prefix).first()
+    if key is None or not secret_valid(key, hash_key(raw)):
         raise invalid
-    return principal_for_key(key, address)
+    return principal_for_key(key, address, hash_key(raw))
 
 
 def authenticate_token(raw: str, address: str | None = None) -> Principal:
@@ -135,9 +175,11 @@ def authenticate_token(raw: str, address: str | None = None) -> Principal:
 def _token_principal(token: client_tokens.ClientToken, address: str | None) -> Principal:
     if token.expired:
         raise ApiError(401, "This client token has expired.", "invalid_token")
-    key = ApiKey.objects.select_related("organization").filter(pk=token.api_key_id).first()
+    key = keys().filter(pk=token.api_key_id).first()
     if key is None:
         raise ApiError(401, "This client token's API key has been deleted.", "invalid_token")
+    if token.secret and not secret_valid(key, token.secret):
+        raise ApiError(401, "The API key that minted this client token has a new secret.", "invalid_token")
     principal = principal_for_key(key, address)
     speech = frozenset({key_scopes.WEBSOCKET}) & principal.scopes
     return replace(principal, scopes=speech, is_admin=False, token=token)
@@ -149,10 +191,10 @@ def authenticate_ticket(ticket: str, address: str | None = None) -> Principal:
     if holder is None:
         raise ApiError(401, "Authenticate with an Authorization header or a fresh ticket.", "invalid_ticket")
     if holder.get("api_key"):
-        key = ApiKey.objects.select_related("organization").filter(pk=holder["api_key"]).first()
+        key = keys().filter(pk=holder["api_key"]).first()
         if key is None:
             raise ApiError(401, "Unknown ticket.", "invalid_ticket")
-        return principal_for_key(key, address)
+        return principal_for_key(key, address, holder.get("secret", ""))
     membership = (
         Membership.objects.select_related("organization")
         .filter(organization_id=int(holder["organization"]), user_id=int(holder["user"]), user__is_active=True)
@@ -171,15 +213,15 @@ def _member_calling(membership: Membership, address: str | None) -> Principal:
 
 def refresh(principal: Principal, address: str | None = None) -> Principal:
     """The same caller as it stands now: a long-lived connection re-checks, per request, that its
-    key is still valid (its scopes and allowlists as they are now), its member still a member and
-    its organization not suspended."""
+    key is still valid (its scopes and allowlists as they are now, the secret it came in with not
+    ended by a rotation), its member still a member and its organization not suspended."""
     if principal.token is not None:
         return _token_principal(principal.token, address)
     if principal.api_key is not None:
-        key = ApiKey.objects.select_related("organization").filter(pk=principal.api_key.pk).first()
+        key = keys().filter(pk=principal.api_key.pk).first()
         if key is None:
             raise ApiError(401, "This API key has been deleted.", "invalid_api_key")
-        return principal_for_key(key, address)
+        return principal_for_key(key, address, principal.secret)
     membership = (
         Membership.objects.select_related("organization")
         .filter(organization_id=principal.organization.pk, user_id=principal.user_id or 0, user__is_active=True)
@@ -198,7 +240,7 @@ def issue_ticket(principal: Principal) -> str:
             403, "A client token connects to the WebSocket itself (?token=…): it cannot buy tickets.", "invalid_token"
         )
     if principal.api_key is not None:
-        return tickets.issue(api_key_id=principal.api_key.pk)
+        return tickets.issue(api_key_id=principal.api_key.pk, secret=principal.secret)
     return tickets.issue(organization_id=principal.organization.pk, user_id=principal.user_id)
 
 

@@ -1,8 +1,10 @@
 """Short-lived client tokens (`POST /v1/tokens`): what a server mints for a browser or a phone, so
 that its API key never leaves the server. A token speaks and does nothing else (REST speech, the
-WebSocket), for a few minutes (at most an hour) or once, optionally in one voice only and within a
-character budget; it acts as the key that minted it (billed to it, refused once it is revoked or
-expired). Kept in Redis only, by the SHA-256 of the token: it expires there with its lifetime."""
+WebSocket), for a few minutes (at most an hour) or once (one REST request or one WebSocket
+connection), optionally in one voice only and within a character budget of input in all (every
+request and utterance it makes takes from it); it acts as the key that minted it (billed to it,
+refused once it is revoked or expired, and once the secret that minted it ends: a rotation's grace
+over). Kept in Redis only, by the SHA-256 of the token: it expires there with its lifetime."""
 
 from __future__ import annotations
 
@@ -26,12 +28,13 @@ local n = tonumber(ARGV[1])
 if left < n then return -2 end
 return redis.call('HINCRBY', KEYS[1], 'left', -n)
 """
-# A token's terms in one step, a single-use one deleted as it is read: two requests racing with it
-# cannot both win.
+# A token's terms in one step, a single-use one marked used as it is read: two requests racing with
+# it cannot both win. Its row stays until it expires: it holds what is left of the budget.
 _TAKE = """
-local fields = redis.call('HGETALL', KEYS[1])
-if redis.call('HGET', KEYS[1], 'single_use') == '1' then redis.call('DEL', KEYS[1]) end
-return fields
+if redis.call('HGET', KEYS[1], 'single_use') == '1' then
+  if redis.call('HSETNX', KEYS[1], 'used', '1') == 0 then return {} end
+end
+return redis.call('HGETALL', KEYS[1])
 """
 
 
@@ -43,6 +46,7 @@ class ClientToken:
     single_use: bool = False
     voice: str | None = None
     max_characters: int | None = None
+    secret: str = ""  # the hash of the key's secret that minted it: the token ends when it does
 
     @property
     def expired(self) -> bool:
@@ -69,11 +73,13 @@ def mint(
     single_use: bool = False,
     voice: str | None = None,
     max_characters: int | None = None,
+    secret: str = "",
 ) -> tuple[str, ClientToken]:
     raw = PREFIX + secrets.token_urlsafe(32)
-    token = ClientToken(_id(raw), api_key_id, time.time() + seconds, single_use, voice, max_characters)
+    token = ClientToken(_id(raw), api_key_id, time.time() + seconds, single_use, voice, max_characters, secret)
     fields: dict = {
         "api_key": api_key_id,
+        "secret": secret,
         "expires_at": token.expires_at,
         "single_use": int(single_use),
         "voice": voice or "",
@@ -111,18 +117,14 @@ def redeem(raw: str) -> ClientToken | None:
         single_use=fields["single_use"] == "1",
         voice=fields["voice"] or None,
         max_characters=int(fields["max_characters"]) if "max_characters" in fields else None,
+        secret=fields.get("secret", ""),
     )
     return None if token.expired else token
 
 
 def spend(token: ClientToken, characters: int) -> None:
-    """Take `characters` from the token's budget; BudgetExceeded (with what is left) when it cannot.
-    A single-use token's budget is checked against its own limit (its row is gone)."""
+    """Take `characters` from the token's budget; BudgetExceeded (with what is left) when it cannot."""
     if token.max_characters is None:
-        return
-    if token.single_use:
-        if characters > token.max_characters:
-            raise BudgetExceeded(token.max_characters)
         return
     left = int(get_redis().eval(_SPEND, 1, _redis_key(token.id), characters))
     if left == -1:

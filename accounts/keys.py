@@ -1,5 +1,7 @@
 """What is done to API keys and the organization's allowlist, each recorded in the audit log:
-create, revoke, hand a leaving member's keys over, set the IP allowlist."""
+create, change, rotate, revoke, hand a leaving member's keys over, set the IP allowlist. Every key
+action is first checked by `grants.check`: what the actor may give, against the key as it is and as
+it will be."""
 
 from __future__ import annotations
 
@@ -8,6 +10,8 @@ from datetime import timedelta
 from tts_saas.errors import ApiError
 
 from . import audit
+from . import scopes as key_scopes
+from .grants import Terms, check
 from .models import ApiKey, Membership, Organization
 from .network import permits
 
@@ -39,7 +43,15 @@ def _terms(key: ApiKey) -> dict:
 
 
 def create_key(org: Organization, name: str, by, **options) -> tuple[ApiKey, str]:
-    """A new key (see Organization.create_api_key), recorded in the audit log."""
+    """A new key (see Organization.create_api_key) with at most what `by` may give, recorded in the
+    audit log."""
+    giving = Terms(
+        frozenset(options.get("scopes") or key_scopes.PRESETS[options.get("kind", "standard")]),
+        options.get("monthly_character_cap"),
+        options.get("requests_per_minute"),
+        tuple(options.get("allowed_ips") or ()),
+    )
+    check(by, org, giving=giving)
     key, raw = org.create_api_key(name, **options)
     after = {**_terms(key), "expires_at": key.expires_at.isoformat() if key.expires_at else None}
     audit.record(org, "key.created", by, target=f"key:{key.prefix}", after=after)
@@ -49,6 +61,7 @@ def create_key(org: Organization, name: str, by, **options) -> tuple[ApiKey, str
 def update_key(key: ApiKey, by, changes: dict) -> ApiKey:
     """Change a key's name, scopes, allowlist or limits; they apply from its next request (on an
     open WebSocket: its next utterance). Recorded with what changed, before and after."""
+    check(by, key.organization, key=key, giving=Terms.of_key(key).changed(changes))
     before = _terms(key)
     for field, value in changes.items():
         setattr(key, field, sorted(value) if field == "scopes" else value)
@@ -63,7 +76,9 @@ MAX_ROTATION_GRACE = timedelta(days=7)
 
 def rotate_key(key: ApiKey, by, grace: timedelta = timedelta(0)) -> str:
     """A new secret for `key`: the same id, scopes, limits and this month's counters; the old
-    secret keeps working for `grace` (at most MAX_ROTATION_GRACE)."""
+    secret keeps working for `grace` (at most MAX_ROTATION_GRACE): on REST, on WebSockets (closed at
+    their next utterance after it) and for client tokens minted with it (refused after it)."""
+    check(by, key.organization, key=key)
     raw = key.new_secret(min(grace, MAX_ROTATION_GRACE))
     after = {"previous_valid_until": key.previous_valid_until.isoformat() if key.previous_valid_until else None}
     audit.record(key.organization, "key.rotated", by, target=f"key:{key.prefix}", after=after)
@@ -71,6 +86,7 @@ def rotate_key(key: ApiKey, by, grace: timedelta = timedelta(0)) -> str:
 
 
 def revoke_key(key: ApiKey, by) -> None:
+    check(by, key.organization, key=key)
     if key.revoked_at is None:
         key.revoke()
         audit.record(key.organization, "key.revoked", by, target=f"key:{key.prefix}", before={"name": key.name})
@@ -88,6 +104,7 @@ def hand_over_keys(org: Organization, leaver, keys_to: str, acting: Membership) 
     elif keys_to not in ("revoke", "service"):
         raise NotAllowed("Choose what becomes of the member's keys: revoke, service, or member:<id>.")
     for key in keys:
+        check(acting, org, key=key)
         if keys_to == "revoke":
             revoke_key(key, acting)
             continue

@@ -5,7 +5,12 @@ refused to every key but one with every scope (a test keeps the table complete).
 
 Presets: `standard` (everything a tenant's application does: speech, jobs, voices, lexicons, usage
 and billing, no management), `admin` (every scope), `speech` (speech only), `read_only` (reads of
-the non-management areas). A dashboard member gets `admin` as an owner or admin, else `standard`."""
+the non-management areas).
+
+Roles: what a member may do (`ROLES`), in the dashboard and through their own keys: owners and
+admins every scope; a member speaks, runs jobs and reads the rest of the non-management areas (the
+dashboard shows them voices and lexicons without letting them change them). A member's own key is
+bounded by the member's role at each request (`accounts.grants.effective_scopes`)."""
 
 from __future__ import annotations
 
@@ -35,6 +40,12 @@ PRESETS: dict[str, frozenset[str]] = {
     "speech": frozenset({"speech:write"}),
     "read_only": frozenset(f"{area}:read" for area in AREAS if area not in MANAGEMENT),
 }
+
+MEMBER = frozenset({"speech:write", "jobs:write"}) | frozenset(
+    f"{area}:read" for area in AREAS if area not in MANAGEMENT and area not in ("speech", "jobs")
+)
+ROLES: dict[str, frozenset[str]] = {"owner": ALL, "admin": ALL, "member": MEMBER}
+MAX_LISTED = 50  # entries of a request's `scopes`: there are 22 scopes and 4 presets
 
 READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 
@@ -99,6 +110,8 @@ def parse(values: object) -> frozenset[str]:
     which value is wrong and what is allowed."""
     if not isinstance(values, list) or not values:
         raise ValueError("scopes must be a non-empty list of 'area:level' strings or preset names.")
+    if len(values) > MAX_LISTED:
+        raise ValueError(f"scopes holds at most {MAX_LISTED} entries.")
     scopes: set[str] = set()
     for value in values:
         if not isinstance(value, str):
@@ -115,6 +128,19 @@ def parse(values: object) -> frozenset[str]:
             )
         scopes.add(value)
     return normalized(scopes)
+
+
+def for_role(role: str | None) -> frozenset[str]:
+    """What a member of this role may do; nothing for no role (not a member)."""
+    return ROLES.get(role or "", frozenset())
+
+
+def bounded(granted: Iterable[str], ceiling: Iterable[str]) -> frozenset[str]:
+    """The scopes of `granted` that `ceiling` allows (write narrowed to read where only read is)."""
+    ceiling = frozenset(ceiling)
+    kept = {s for s in granted if allows(ceiling, s)}
+    kept |= {s.replace(":write", ":read") for s in granted if s.endswith(":write") and s not in kept}
+    return normalized(s for s in kept if allows(ceiling, s))
 
 
 def normalized(scopes: Iterable[str]) -> frozenset[str]:

@@ -99,7 +99,8 @@ def cap_field():
         allow_null=True,
         min_value=1,
         max_value=10**12,
-        help_text="Characters this key may use a calendar month (UTC), within the organization's quota; null: no cap.",
+        help_text="Characters this key may use a calendar month (UTC), within the organization's quota; null: no cap. "
+        "At most the calling key's own cap: a key cannot raise its own.",
     )
 
 
@@ -109,21 +110,12 @@ def rate_field():
         allow_null=True,
         min_value=1,
         max_value=1_000_000,
-        help_text="Requests a minute for this key, within the organization's limit; null: only the organization's.",
+        help_text="Requests a minute for this key, within the organization's limit; null: only the organization's. "
+        "At most the calling key's own.",
     )
 
 
-class ScopeCheck:
-    def check_scopes(self, attrs, context) -> None:
-        granted = context.get("granted", key_scopes.ALL)
-        beyond = sorted(s for s in attrs.get("scopes", ()) if not key_scopes.allows(granted, s))
-        if beyond:
-            raise serializers.ValidationError(
-                {"scopes": [f"A key cannot give scopes it lacks itself: {', '.join(beyond)}."]}, code="invalid_value"
-            )
-
-
-class ApiKeyUpdateSerializer(ScopeCheck, StrictSerializer):
+class ApiKeyUpdateSerializer(StrictSerializer):
     """Only the fields sent change."""
 
     name = serializers.CharField(max_length=200, required=False)
@@ -135,11 +127,10 @@ class ApiKeyUpdateSerializer(ScopeCheck, StrictSerializer):
     def validate(self, attrs):
         if not attrs:
             raise serializers.ValidationError({"name": ["Send at least one field to change."]})
-        self.check_scopes(attrs, self.context)
         return attrs
 
 
-class ApiKeyCreateSerializer(ScopeCheck, StrictSerializer):
+class ApiKeyCreateSerializer(StrictSerializer):
     name = serializers.CharField(max_length=200)
     kind = serializers.ChoiceField(
         choices=[ApiKey.Kind.STANDARD, ApiKey.Kind.ADMIN],
@@ -153,7 +144,9 @@ class ApiKeyCreateSerializer(ScopeCheck, StrictSerializer):
         f"read_only). Areas: {', '.join(key_scopes.AREAS)}. At most the scopes of the caller.",
     )
     allowed_ips = NetworksField(
-        required=False, help_text="Addresses or CIDR networks (IPv4, IPv6) this key may call from; empty: any."
+        required=False,
+        help_text="Addresses or CIDR networks (IPv4, IPv6) this key may call from; empty: any. Inside the calling "
+        "key's own allowlist when it has one: a key cannot widen its own.",
     )
     monthly_character_cap = cap_field()
     requests_per_minute = rate_field()
@@ -169,7 +162,6 @@ class ApiKeyCreateSerializer(ScopeCheck, StrictSerializer):
             raise serializers.ValidationError({"scopes": ["Give `kind` (a preset) or `scopes`, not both."]})
         if "scopes" not in attrs:
             attrs["scopes"] = key_scopes.PRESETS[attrs.pop("kind", ApiKey.Kind.STANDARD)]
-        self.check_scopes(attrs, self.context)
         return attrs
 
 
@@ -251,7 +243,10 @@ class ClientTokenCreateSerializer(StrictSerializer):
         default=client_tokens.DEFAULT_SECONDS,
         help_text="Seconds the token lives (10 to 3600; 300 when not given).",
     )
-    single_use = serializers.BooleanField(default=False, help_text="Spent by its first request (or WebSocket).")
+    single_use = serializers.BooleanField(
+        default=False,
+        help_text="Spent by its first request (or WebSocket connection); its budget still counts every utterance.",
+    )
     voice = serializers.CharField(
         required=False, max_length=64, help_text="The one voice it may speak with (a built-in name or voice_…)."
     )

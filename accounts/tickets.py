@@ -17,10 +17,18 @@ def _key(ticket: str) -> str:
     return f"tts:wsticket:{ticket}"
 
 
-def issue(*, api_key_id: int | None = None, organization_id: int | None = None, user_id: int | None = None) -> str:
-    """For an API key, or for a dashboard member acting in an organization."""
+def issue(
+    *,
+    api_key_id: int | None = None,
+    secret: str = "",
+    organization_id: int | None = None,
+    user_id: int | None = None,
+) -> str:
+    """For an API key (`secret`: the hash of the secret that bought it, which the connection lives
+    no longer than), or for a dashboard member acting in an organization."""
     ticket = PREFIX + secrets.token_urlsafe(24)
-    holder = {"api_key": api_key_id} if api_key_id else {"organization": organization_id, "user": user_id}
+    holder = {"api_key": api_key_id, "secret": secret} if api_key_id else {}
+    holder = holder or {"organization": organization_id, "user": user_id}
     get_redis().set(_key(ticket), json.dumps(holder), ex=TICKET_SECONDS)
     return ticket
 

@@ -90,7 +90,7 @@ class ApiKeyViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, TenantScop
         return Response({"object": "list", "data": self.get_serializer(self.get_queryset(), many=True).data})
 
     def create(self, request):
-        incoming = ApiKeyCreateSerializer(data=request.data, context={"granted": request.user.scopes})
+        incoming = ApiKeyCreateSerializer(data=request.data)
         incoming.is_valid(raise_exception=True)
         data = incoming.validated_data
         key, raw = actions.create_key(
@@ -103,12 +103,13 @@ class ApiKeyViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, TenantScop
             monthly_character_cap=data.get("monthly_character_cap"),
             requests_per_minute=data.get("requests_per_minute"),
         )
-        body = {**ApiKeySerializer(key).data, "key": raw}
-        return Response(body, status=status.HTTP_201_CREATED)
+        response = Response({**ApiKeySerializer(key).data, "key": raw}, status=status.HTTP_201_CREATED)
+        response["Cache-Control"] = "no-store"  # the secret
+        return response
 
     def partial_update(self, request, key_id: str):
         key = self.get_object()
-        incoming = ApiKeyUpdateSerializer(data=request.data, context={"granted": request.user.scopes})
+        incoming = ApiKeyUpdateSerializer(data=request.data)
         incoming.is_valid(raise_exception=True)
         actions.update_key(key, request.user, dict(incoming.validated_data))
         return Response(ApiKeySerializer(key).data)
@@ -264,6 +265,7 @@ class ClientTokenViewSet(viewsets.GenericViewSet):
             single_use=terms["single_use"],
             voice=terms.get("voice"),
             max_characters=terms.get("max_characters"),
+            secret=request.user.secret,
         )
         body = {
             "object": "client_token",

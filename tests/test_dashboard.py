@@ -17,6 +17,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
+from accounts import scopes
 from accounts.auth import authenticate_key
 from accounts.models import ApiKey, Invitation, Membership, Organization
 from billing import quota
@@ -197,14 +198,18 @@ def test_a_member_makes_and_manages_only_their_own_keys(client):
     made = client.post("/dashboard/keys", {"name": "bob's", "kind": "standard", "expires": "never"})
     assert made.status_code == 302
     mine = ApiKey.objects.get(name="bob's")
-    assert mine.owner == member and mine.kind == "standard"
+    # "Standard" as far as a member's role goes: speech and jobs, reading voices and lexicons.
+    assert mine.owner == member and frozenset(mine.scopes) == scopes.MEMBER
+    assert "voices:write" not in mine.scopes and "lexicons:read" in mine.scopes
     assert client.post(f"/dashboard/keys/{key.prefix}/revoke").status_code == 404  # not theirs: not found
     assert client.post(f"/dashboard/keys/{key.prefix}/change", {"action": "rename", "name": "y"}).status_code == 404
     renamed = client.post(f"/dashboard/keys/{mine.prefix}/change", {"action": "rename", "name": "bob's app"})
     assert renamed.status_code == 302 and ApiKey.objects.get(pk=mine.pk).name == "bob's app"
     rotated = client.post(f"/dashboard/keys/{mine.prefix}/change", {"action": "rotate", "grace": "3600"})
     assert rotated.status_code == 302
-    shown = client.get("/dashboard/keys").content.decode()
+    answer = client.get("/dashboard/keys")
+    assert answer["Cache-Control"] == "no-store"  # it shows the new secret
+    shown = answer.content.decode()
     raw = re.search(r'id="new-key">(tts_\w+)<', shown).group(1)
     assert "The new secret of “bob's app”" in html.unescape(shown) and raw.startswith(f"tts_{mine.prefix}_")
     mine.refresh_from_db()

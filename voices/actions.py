@@ -69,6 +69,7 @@ class VoiceCreateSerializer(VoiceSerializerBase):
     mix = MixPartSerializer(
         many=True,
         required=False,
+        max_length=MAX_MIX,  # type: ignore[call-arg]  # ListSerializer's, not in the stubs
         help_text=f"Kokoro: 1 to {MAX_MIX} built-in voices with weights; the voice is their weighted sum.",
     )
 

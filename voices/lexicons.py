@@ -24,6 +24,7 @@ from voices.models import Lexicon
 
 MAX_LEXICONS = 100  # per organization
 MAX_PER_REQUEST = 8  # lexicons one request may name
+MAX_ENTRIES = 20_000  # in one lexicon, whatever the plan: a body's list is refused before it is read
 LEXICON_ID = re.compile(r"lex_[0-9a-f]{16}")
 
 
@@ -104,7 +105,12 @@ class LexiconEntrySerializer(StrictSerializer):
 
 class LexiconWriteSerializer(StrictSerializer):
     name = serializers.CharField(max_length=100)
-    entries = LexiconEntrySerializer(many=True, required=False)
+    entries = LexiconEntrySerializer(
+        many=True,
+        required=False,
+        max_length=MAX_ENTRIES,  # type: ignore[call-arg]  # ListSerializer's, not in the stubs
+        help_text=f"At most {MAX_ENTRIES:,} entries a lexicon (and the plan's limit on entries in all).",
+    )
     is_default = serializers.BooleanField(
         required=False, help_text="Applied to every request of the organization, after the lexicons it names."
     )

@@ -60,10 +60,11 @@ def keys(request):
             key, raw = actions.create_key(
                 org,
                 form.cleaned_data["name"],
-                request.user,
+                request.principal,
                 expires_at=form.cleaned_data["expires_at"],
                 created_by=request.user,
-                scopes=scopes.PRESETS[form.cleaned_data["kind"]],
+                # A member's key: the preset as far as the member's role goes (a key gives no more).
+                scopes=scopes.bounded(scopes.PRESETS[form.cleaned_data["kind"]], request.principal.scopes),
                 allowed_ips=form.cleaned_data["allowed_ips"],
                 owner=None if admin and form.cleaned_data.get("owner") == "service" else request.user,
                 monthly_character_cap=form.cleaned_data["monthly_character_cap"],
@@ -78,7 +79,7 @@ def keys(request):
     if not admin:  # a member sees their own keys; owners and admins every key
         every = every.filter(owner=request.user)
     show_revoked = request.GET.get("revoked") == "1"  # revoked keys are history: listed on request
-    return page(
+    response = page(
         request,
         "keys.html",
         "keys",
@@ -100,6 +101,8 @@ def keys(request):
         retention_action=DATA_RETENTION,
         retentions=Organization.Retention.choices,
     )
+    response["Cache-Control"] = "no-store"  # a new key's secret, the webhook signing secret
+    return response
 
 
 def with_usage(keys) -> list[ApiKey]:
@@ -169,7 +172,7 @@ def managed_key(request, prefix: str) -> ApiKey:
 @member_required
 def revoke_key(request, prefix: str):
     key = managed_key(request, prefix)
-    actions.revoke_key(key, request.user)
+    actions.revoke_key(key, request.principal)
     messages.info(request, f"Key {key.name} ({key.prefix}) revoked: it is refused from now on.")
     return redirect("dashboard:keys")
 
@@ -187,7 +190,7 @@ def change_key(request, prefix: str):
             messages.error(request, f"Key {key.name} has expired: make a new one.")
             return redirect("dashboard:keys")
         grace = timedelta(seconds=int(form.cleaned_data["grace"] or 0))
-        raw = actions.rotate_key(key, request.user, grace)
+        raw = actions.rotate_key(key, request.principal, grace)
         request.session[NEW_KEY] = {"raw": raw, "name": key.name, "kind": key.kind, "rotated": True}
         until = f"until {key.previous_valid_until:%Y-%m-%d %H:%M} UTC" if key.previous_valid_until else "no more"
         messages.info(request, f"Key {key.name} has a new secret; the old one works {until}.")
@@ -198,6 +201,6 @@ def change_key(request, prefix: str):
             request, f"Not renamed: {'a key named “' + name + '” exists already' if name else 'give a name'}."
         )
     else:
-        actions.update_key(key, request.user, {"name": name})
+        actions.update_key(key, request.principal, {"name": name})
         messages.info(request, f"Key {key.prefix} is now named {name}.")
     return redirect("dashboard:keys")

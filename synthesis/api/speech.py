@@ -229,7 +229,9 @@ async def voice_preview(request: HttpRequest, voice_id: str) -> HttpResponse:
 def stream_ticket(request) -> Response:
     """POST /v1/audio/stream/tickets — a single-use ticket for a browser WebSocket (60 s)."""
     ticket = issue_ticket(request.user)
-    return Response(
+    response = Response(
         {"ticket": ticket, "expires_in": TICKET_SECONDS, "url": f"/v1/audio/stream?ticket={ticket}"},
         status=status.HTTP_201_CREATED,
     )
+    response["Cache-Control"] = "no-store"  # a credential, if only for a minute
+    return response

@@ -12,6 +12,8 @@ import time
 from django.conf import settings
 from django.core.exceptions import ValidationError
 
+from accounts import scopes
+from accounts.auth import require
 from accounts.tenancy import scoped
 from billing.limits import limits_for
 from billing.policy import meter
@@ -42,7 +44,9 @@ class Utterances:
     text_streams: dict
 
     async def _follow(self, message: protocol.Follow) -> None:
-        """Play an existing job of this organization: its audio from the start, live or past."""
+        """Play an existing job of this organization: its audio from the start, live or past. Needs
+        `jobs:read`, as the job's REST stream does (a client token has none: it only speaks)."""
+        require(self.principal, scopes.needed("job-stream", "GET"), "following a job's audio")
         limits, _ = await in_thread(meter)(self.principal)  # a request like any other: rate-limited
         check_format(limits, message.format, "format")
         try:
