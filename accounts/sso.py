@@ -6,7 +6,8 @@ which provider serves which organization (`SsoAdapter.list_apps`: one app per pr
 never from the database's own social apps), refuses people outside the proven domain, makes members
 just in time with the role their groups map to, and records it all in the audit log. Owners keep
 a password sign-in when SSO is required (the break-glass, audited), so a broken provider never locks
-an organization out."""
+an organization out. What the server fetches from a provider goes through `ProviderSession`, over
+the server's one outbound guard (tts_saas.outbound)."""
 
 from __future__ import annotations
 
@@ -16,11 +17,14 @@ from allauth.account.signals import user_logged_in
 from allauth.core.exceptions import ImmediateHttpResponse
 from allauth.socialaccount.adapter import DefaultSocialAccountAdapter
 from allauth.socialaccount.models import SocialApp
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.dispatch import receiver
 from django.shortcuts import render
 from django.urls import reverse
+
+from tts_saas import outbound
 
 from . import audit
 from .models import Membership, Organization, SsoConnection
@@ -29,6 +33,7 @@ from .sso_connections import SsoProblem, check_public
 PROVIDER = "openid_connect"
 SESSION_SSO_ORGS = "sso_organizations"  # the organizations this session signed in to through their provider
 JOINABLE_ROLES = (Membership.Role.ADMIN, Membership.Role.MEMBER)  # never owner: owners are made by owners
+PROVIDER_TIMEOUT = 10  # seconds, for each connect and each read from a provider
 
 
 def domain_of(email: str) -> str:
@@ -48,18 +53,36 @@ def connection_for_email(email: str) -> SsoConnection | None:
 
 
 class ProviderSession(requests.Session):
-    """What the server fetches from a provider (discovery, keys, token, userinfo): public https
-    addresses only, checked before each request, and no redirects followed. (A host that changes
-    its address between the check and the connection is not caught: DNS rebinding.)"""
+    """What the server fetches from a provider (discovery, keys, token, userinfo): https URLs only
+    (http too with TTS_SSO_ALLOW_PRIVATE), through the server's one guard (tts_saas.outbound): the
+    host resolved when connecting, every address it answers checked, the connection made to the
+    checked address (no second lookup to rebind). Redirects are not followed: a 3xx answer is a
+    failure. No proxy from the environment (it would resolve the name itself)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.trust_env = False
+        guarded = outbound.GuardedAdapter(allow_private=settings.TTS_SSO_ALLOW_PRIVATE)
+        self.mount("http://", guarded)
+        self.mount("https://", guarded)
 
     def request(self, method, url, *args, **kwargs):
         try:
-            check_public(url, "A provider URL")
+            check_public(url, "A provider URL", look_up=False)  # its addresses: when connecting
         except SsoProblem as exc:
             raise requests.exceptions.InvalidURL(str(exc)) from exc
         kwargs["allow_redirects"] = False
-        kwargs.setdefault("timeout", 10)
-        return super().request(method, url, *args, **kwargs)
+        kwargs.setdefault("timeout", PROVIDER_TIMEOUT)
+        try:
+            response = super().request(method, url, *args, **kwargs)
+        except outbound.RefusedTarget as exc:
+            message = "A provider URL's host resolves to a private or reserved address."
+            raise requests.exceptions.InvalidURL(message) from exc
+        if 300 <= response.status_code < 400:
+            response.close()
+            message = f"The provider answered {response.status_code} (a redirect): redirects are not followed."
+            raise requests.exceptions.HTTPError(message, response=response)
+        return response
 
 
 def redirect_uri(connection: SsoConnection, request) -> str:

@@ -1,17 +1,18 @@
 """An organization's single sign-on connection, set and proven: the issuer checked (a public https
-URL), the e-mail domain proven by a DNS TXT record, changes recorded in the audit log. A new domain,
-issuer or client id must be proven again before anyone signs in through it (accounts/sso.py)."""
+URL, judged by the server's one guard for what it fetches, tts_saas.outbound), the e-mail domain
+proven by a DNS TXT record, changes recorded in the audit log. A new domain, issuer or client id
+must be proven again before anyone signs in through it (accounts/sso.py)."""
 
 from __future__ import annotations
 
-import ipaddress
-import socket
 from urllib.parse import urlsplit
 
 import dns.exception
 import dns.resolver
 from django.conf import settings
 from django.utils import timezone
+
+from tts_saas import outbound
 
 from . import audit
 from .models import Organization, SsoConnection
@@ -21,29 +22,35 @@ class SsoProblem(Exception):
     """A connection's settings or its domain proof are refused; the message says why."""
 
 
-def check_public(url: str, what: str = "The issuer") -> None:
+def check_public(url: str, what: str = "The issuer", look_up: bool = True) -> None:
     """An https URL on a public address (the issuer's discovery, token, key and userinfo URLs are
     fetched by this server): a tenant cannot point the server at the operator's own network, unless
-    TTS_SSO_ALLOW_PRIVATE (tests, a provider on the LAN)."""
-    parts = urlsplit(url)
+    TTS_SSO_ALLOW_PRIVATE (tests, a provider on the LAN). The addresses are judged by the server's
+    one guard (tts_saas.outbound), which judges them again when a fetch connects; `look_up=False`
+    checks the URL's form only and leaves the addresses to that."""
+    try:
+        parts = urlsplit(url)
+        host, port = parts.hostname, parts.port or 443
+    except ValueError as exc:  # an unclosed [, a port out of range
+        raise SsoProblem(f"{what} must be a plain URL: scheme, host, optional port and path.") from exc
     allow_private = settings.TTS_SSO_ALLOW_PRIVATE
     if parts.scheme != "https" and not (allow_private and parts.scheme == "http"):
         raise SsoProblem(f"{what} must be an https:// URL.")
-    if not parts.hostname or parts.username or parts.password:
+    if not host or parts.username or parts.password:
         raise SsoProblem(f"{what} must be a plain URL: scheme, host, optional port and path.")
-    if not allow_private:
+    if look_up and not allow_private:
         try:
-            addresses = {info[4][0] for info in socket.getaddrinfo(parts.hostname, parts.port or 443)}
-        except (OSError, UnicodeError) as exc:
-            raise SsoProblem(f"{what}'s host {parts.hostname} does not resolve.") from exc
-        if not all(ipaddress.ip_address(str(a).split("%")[0]).is_global for a in addresses):
-            raise SsoProblem(f"{what}'s host resolves to a private or reserved address.")
+            outbound.addresses(host, port, allow_private=False)
+        except outbound.RefusedTarget as exc:
+            if exc.reason == outbound.UNRESOLVED:
+                raise SsoProblem(f"{what}'s host {host} does not resolve.") from exc
+            raise SsoProblem(f"{what}'s host resolves to a private or reserved address.") from exc
 
 
 def check_issuer(issuer: str) -> str:
+    check_public(issuer)  # first: it refuses what urlsplit cannot read
     if urlsplit(issuer).query or urlsplit(issuer).fragment:
         raise SsoProblem("The issuer must be a plain URL: scheme, host, optional port and path.")
-    check_public(issuer)
     return issuer.rstrip("/")
 
 

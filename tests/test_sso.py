@@ -126,6 +126,26 @@ def test_only_an_organization_key_may_see_or_change_sign_in_rules(client, idp, d
     assert plain.status_code == 400 and "https" in plain.json()["error"]["message"]
 
 
+@pytest.mark.parametrize(
+    "issuer",
+    [
+        "https://[64:ff9b::a9fe:a9fe]/",  # NAT64 of 169.254.169.254
+        "https://[2002:a9fe:a9fe::]/",  # 6to4 of 169.254.169.254
+        "https://[::127.0.0.1]/",  # IPv4-compatible loopback
+        "https://[::a9fe:a9fe]/",  # IPv4-compatible 169.254.169.254
+        "https://[::ffff:169.254.169.254]/",  # IPv4-mapped
+    ],
+)
+def test_an_issuer_reaching_a_private_address_through_an_ipv6_form_is_refused(client, settings, issuer):
+    settings.TTS_SSO_ALLOW_PRIVATE = False
+    acme = make_persona("Acme", requests_per_minute=PERSONA_RATE)
+    body = {"issuer": issuer, "client_id": "a", "client_secret": "b", "domain": "acme.example"}
+    answer = api(client, acme.key, "put", "sso", body)
+    assert answer.status_code == 400, answer.content
+    assert "private or reserved" in answer.json()["error"]["message"]
+    assert not SsoConnection.objects.filter(organization=acme.org).exists()
+
+
 def test_people_of_the_domain_join_just_in_time_with_the_role_their_groups_map_to(client, idp, dns):
     acme = make_persona("Acme", requests_per_minute=PERSONA_RATE)
     connect(client, acme, idp, dns, group_roles={"tts-admins": "admin"})

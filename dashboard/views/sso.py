@@ -26,7 +26,8 @@ class SignedTokenAdapter(OpenIDConnectOAuth2Adapter):
     """allauth may skip the id_token's signature when it fetched the token itself over TLS (as the
     specification allows); here the signature is checked always, with the provider's published key
     (its `kid`, or the only signing key when the token names none), an asymmetric algorithm, and the
-    issuer, audience and expiry."""
+    issuer, audience and expiry. The keys are fetched through the adapter's requests session
+    (accounts.sso.ProviderSession: public addresses checked at connect time, no redirects)."""
 
     def _decode_id_token(self, app: SocialApp, id_token: str) -> dict:
         try:

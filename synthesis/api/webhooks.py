@@ -1,6 +1,7 @@
 """/v1/webhooks/endpoint: where the organization's events (usage alerts) are sent, signed with its
 webhook secret as job callbacks are. The URL is checked as a callback URL is (public addresses
-only): a tenant's endpoint must not reach into the operator's network."""
+only, by tts_saas.outbound, again at each delivery): a tenant's endpoint must not reach into the
+operator's network. Refusals name the field as the caller sent it: `url`."""
 
 from __future__ import annotations
 
@@ -27,7 +28,7 @@ class WebhookEndpointSerializer(StrictSerializer):
     )
 
     def validate_url(self, value: str) -> str:
-        if value and (problem := url_problem(value)):
+        if value and (problem := url_problem(value, field="url")):  # the field as the caller sent it
             raise serializers.ValidationError(problem)
         return value
 

@@ -10,23 +10,20 @@ rotation the header lists a second signature, made with the previous secret, so 
 holding it verify too. Deliveries are retried with exponential backoff (the task's Celery retry
 policy); every attempt is recorded on the job.
 
-A tenant chooses the URL, so the worker must not become a way into the operator's network: only
-globally routable addresses are targets (unless TTS_CALLBACK_ALLOW_PRIVATE), checked when the job
-is submitted and again at each delivery, and the delivery connects to the very address that was
-checked (a second DNS lookup could answer differently: DNS rebinding). What a tenant sees of an
-attempt is its status or a generic reason, never our error text.
+A tenant chooses the URL, so the worker must not become a way into the operator's network: the
+server's one guard for what it fetches (tts_saas.outbound) allows public addresses only (unless
+TTS_CALLBACK_ALLOW_PRIVATE), checked when the job is submitted and again at each delivery, and the
+delivery connects to the very address that was checked (a second DNS lookup could answer
+differently: DNS rebinding). What a tenant sees of an attempt is its status or a generic reason,
+never our error text. The organization's event endpoint and test events go out the same way.
 """
 
 from __future__ import annotations
 
 import base64
-import ipaddress
 import json
 import logging
-import socket
 import time
-import typing
-from dataclasses import dataclass
 from datetime import UTC, datetime
 
 import httpcore
@@ -38,6 +35,8 @@ from standardwebhooks.webhooks import Webhook
 
 from accounts.models import Organization
 from synthesis.models import Job, WebhookDelivery
+from tts_saas import outbound
+from tts_saas.outbound import RefusedTarget, Target
 
 logger = logging.getLogger(__name__)
 
@@ -45,13 +44,9 @@ ATTEMPT_SECONDS = 10.0  # one attempt in all: connect, TLS, request, the receive
 RESPONSE_BYTES = 4096  # of the answer's body we read at most: the status is what counts
 
 # The reasons an attempt records when there is no status: generic on purpose (tenants see them).
-REFUSED_TARGET = "refused target"
-UNRESOLVED = "host did not resolve"
 TIMEOUT = "timeout"
 CONNECTION_FAILED = "connection failed"
 INVALID_RESPONSE = "invalid response"
-
-_NAT64 = ipaddress.ip_network("64:ff9b::/96")  # embeds an IPv4 address a NAT64 gateway reaches
 
 
 def message_id_for(job: Job) -> str:
@@ -73,75 +68,16 @@ def signature_headers(org: Organization, message_id: str, body: bytes, now: date
     }
 
 
-def is_public(address: str) -> bool:
-    """Whether a callback may connect to `address`: a global unicast address. An IPv6 address that
-    carries an IPv4 one (IPv4-mapped, 6to4, NAT64) is judged by the IPv4 address it reaches."""
-    ip = ipaddress.ip_address(address)
-    if isinstance(ip, ipaddress.IPv6Address):
-        inner = ip.ipv4_mapped or ip.sixtofour
-        if inner is None and ip in _NAT64:
-            inner = ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)
-        if inner is not None:
-            return is_public(str(inner))
-    return ip.is_global and not ip.is_multicast
-
-
-class RefusedTarget(Exception):
-    """The callback URL may not be delivered to: `message` for the submitter, `reason` for the
-    job's attempt record."""
-
-    def __init__(self, message: str, reason: str = REFUSED_TARGET):
-        super().__init__(message)
-        self.message = message
-        self.reason = reason
-
-
-@dataclass(frozen=True)
-class Target:
-    url: httpx.URL
-    addresses: tuple[str, ...]  # the checked IP addresses, the only ones the delivery connects to
-
-
-def _parse(url: str) -> httpx.URL:
-    try:
-        parsed = httpx.URL(url)
-    except (httpx.InvalidURL, ValueError, TypeError):
-        parsed = None
-    if parsed is None or parsed.scheme not in ("http", "https") or not parsed.raw_host:
-        raise RefusedTarget("callback_url must be an http(s) URL.")
-    return parsed
-
-
-def resolve(url: str) -> Target:
-    """The URL with the address to deliver it to; RefusedTarget when there is none we may use.
-    Every address the name resolves to must be public: a name that answers with one public and
-    one private address would otherwise pass on one and be used on the other."""
-    parsed = _parse(url)
-    # The ASCII (IDNA) form: what DNS is asked. Numeric forms (2130706433, 0x7f.1) resolve here too.
-    host = parsed.raw_host.decode("ascii")
-    port = parsed.port or (443 if parsed.scheme == "https" else 80)
-    try:
-        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-    except (OSError, UnicodeError):
-        infos = []
-    addresses = list(dict.fromkeys(str(info[4][0]) for info in infos))  # in order, once each
-    if not addresses:
-        raise RefusedTarget(f"callback_url host {host} does not resolve.", UNRESOLVED)
-    if not settings.TTS_CALLBACK_ALLOW_PRIVATE and not all(is_public(a) for a in addresses):
-        raise RefusedTarget("callback_url must point at a public address (not private, loopback or shared).")
-    return Target(parsed, tuple(addresses))
-
-
-def url_problem(url: str) -> str | None:
-    """Why a callback URL is refused, or None. Non-public targets are refused unless
-    TTS_CALLBACK_ALLOW_PRIVATE is set (they would let tenants probe the operator's network). With
-    it set the name is not looked up here: in a container setup the worker may resolve names the
-    web process cannot."""
+def url_problem(url: str, field: str = "callback_url") -> str | None:
+    """Why a callback URL is refused, or None; the message names `field` as the caller sent it.
+    Non-public targets are refused unless TTS_CALLBACK_ALLOW_PRIVATE is set (they would let tenants
+    probe the operator's network). With it set the name is not looked up here: in a container setup
+    the worker may resolve names the web process cannot."""
     try:
         if settings.TTS_CALLBACK_ALLOW_PRIVATE:
-            _parse(url)
+            outbound.parse(url, field)
         else:
-            resolve(url)
+            outbound.resolve(url, allow_private=False, field=field)
     except RefusedTarget as exc:
         return exc.message
     return None
@@ -161,79 +97,6 @@ def payload(job: Job) -> dict:
     }
 
 
-def _time_left(deadline: float, timeout: float | None, error: type[Exception]) -> float:
-    left = deadline - time.monotonic()
-    if left <= 0:
-        raise error("the callback attempt ran out of time")
-    return left if timeout is None else min(left, timeout)
-
-
-class _DeadlineStream(httpcore.NetworkStream):
-    """A connection whose every operation ends by the attempt's deadline, so a receiver that
-    answers a byte at a time cannot hold a worker thread for longer than ATTEMPT_SECONDS."""
-
-    def __init__(self, stream: httpcore.NetworkStream, deadline: float):
-        self._stream = stream
-        self._deadline = deadline
-
-    def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
-        return self._stream.read(max_bytes, _time_left(self._deadline, timeout, httpcore.ReadTimeout))
-
-    def write(self, buffer: bytes, timeout: float | None = None) -> None:
-        self._stream.write(buffer, _time_left(self._deadline, timeout, httpcore.WriteTimeout))
-
-    def close(self) -> None:
-        self._stream.close()
-
-    def start_tls(
-        self, ssl_context: typing.Any, server_hostname: str | None = None, timeout: float | None = None
-    ) -> httpcore.NetworkStream:
-        # The TLS handshake's timeout is one overall deadline in CPython's ssl module.
-        left = _time_left(self._deadline, timeout, httpcore.ConnectTimeout)
-        return _DeadlineStream(self._stream.start_tls(ssl_context, server_hostname, left), self._deadline)
-
-    def get_extra_info(self, info: str) -> typing.Any:
-        return self._stream.get_extra_info(info)
-
-
-class _PinnedBackend(httpcore.NetworkBackend):
-    """Connects to the checked addresses (the first that answers, in the resolver's order) whatever
-    host the URL names: no second DNS lookup. The URL keeps its host, so the Host header, SNI and
-    the certificate check are the receiver's name."""
-
-    def __init__(self, addresses: tuple[str, ...], deadline: float):
-        self._addresses = addresses
-        self._deadline = deadline
-        self._backend = httpcore.SyncBackend()
-
-    def connect_tcp(
-        self,
-        host: str,
-        port: int,
-        timeout: float | None = None,
-        local_address: str | None = None,
-        socket_options: typing.Iterable[typing.Any] | None = None,
-    ) -> httpcore.NetworkStream:
-        failure: Exception = httpcore.ConnectError("no address to connect to")
-        for address in self._addresses:
-            left = _time_left(self._deadline, timeout, httpcore.ConnectTimeout)
-            try:
-                stream = self._backend.connect_tcp(address, port, left, local_address, socket_options)
-            except (httpcore.ConnectError, httpcore.ConnectTimeout) as exc:
-                failure = exc  # e.g. an IPv6 address on a host without IPv6: try the next
-                continue
-            return _DeadlineStream(stream, self._deadline)
-        raise failure
-
-    def connect_unix_socket(
-        self, path: str, timeout: float | None = None, socket_options: typing.Iterable[typing.Any] | None = None
-    ) -> httpcore.NetworkStream:
-        raise httpcore.ConnectError("callbacks go over TCP only")
-
-    def sleep(self, seconds: float) -> None:
-        time.sleep(seconds)
-
-
 def post(target: Target, body: bytes, headers: dict[str, str]) -> int:
     """POST `body` to the target's checked address within ATTEMPT_SECONDS; the response status.
     No redirects (a redirect could lead anywhere) and at most RESPONSE_BYTES of the body read."""
@@ -247,7 +110,7 @@ def post(target: Target, body: bytes, headers: dict[str, str]) -> int:
         fields.append((b"Authorization", b"Basic " + base64.b64encode(credentials)))
     request_url = httpcore.URL(scheme=url.raw_scheme, host=url.raw_host, port=url.port, target=url.raw_path)
     timeouts = dict.fromkeys(("connect", "read", "write", "pool"), ATTEMPT_SECONDS)
-    backend = _PinnedBackend(target.addresses, deadline)
+    backend = outbound.PinnedBackend(target.addresses, deadline)
     with httpcore.ConnectionPool(network_backend=backend, max_connections=1, retries=0) as pool:
         with pool.stream("POST", request_url, headers=fields, content=body, extensions={"timeout": timeouts}) as answer:
             received = 0
@@ -262,7 +125,8 @@ def attempt(url: str, body: bytes, headers: dict[str, str]) -> tuple[int | None,
     """One delivery: (status, "") when the receiver answered, else (None, a generic reason). The
     error itself goes to the operators' log only."""
     try:
-        return post(resolve(url), body, headers), ""
+        target = outbound.resolve(url, allow_private=settings.TTS_CALLBACK_ALLOW_PRIVATE)
+        return post(target, body, headers), ""
     except RefusedTarget as exc:
         reason, detail = exc.reason, exc.message
     except httpcore.TimeoutException as exc:

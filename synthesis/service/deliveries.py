@@ -37,13 +37,14 @@ def test_event(org: Organization, now: datetime | None = None) -> dict:
 
 def send_test(org: Organization, url: str) -> WebhookDelivery:
     """A test event to `url`, delivered now (one attempt, no retries) and logged; 400 when the URL
-    may not be a target (as a job's callback_url would be refused)."""
+    may not be a target (as a job's callback_url would be refused; the same guard, tts_saas.outbound,
+    checks it again when it is sent)."""
     url = url.strip()
     if not url:
         raise ApiError(400, "Give a URL, or set the organization's event endpoint first.", "invalid_value", "url")
-    problem = url_problem(url)
+    problem = url_problem(url, field="The URL")  # the dashboard's form field, as its label says
     if problem is not None:
-        raise ApiError(400, problem.replace("callback_url", "The URL"), "invalid_value", "url")
+        raise ApiError(400, problem, "invalid_value", "url")
     return send(org, url, test_event(org), f"msg_test_{secrets.token_hex(12)}", WebhookDelivery.Event.TEST)
 
 

@@ -42,6 +42,13 @@ PUBLIC_IP = "93.184.216.34"  # never actually connected to: the tests refuse tha
         "http://[::ffff:100.100.100.200]/hook",  # IPv4-mapped metadata address
         "http://[2002:7f00:1::]/hook",  # 6to4 of 127.0.0.1
         "http://[64:ff9b::a00:1]/hook",  # NAT64 of 10.0.0.1
+        "http://[64:ff9b::a9fe:a9fe]/hook",  # NAT64 of 169.254.169.254
+        "http://[64:ff9b:1::a9fe:a9fe]/hook",  # NAT64's local-use prefix
+        "http://[2002:a9fe:a9fe::]/hook",  # 6to4 of 169.254.169.254
+        "http://[::127.0.0.1]/hook",  # IPv4-compatible loopback (deprecated ::/96)
+        "http://[::a9fe:a9fe]/hook",  # IPv4-compatible metadata address
+        "http://[::ffff:0:a9fe:a9fe]/hook",  # IPv4-translated metadata address
+        "http://[2001:0:4136:e378:8000:63bf:5601:5601]/hook",  # Teredo, client 169.254.169.254
         "http://2130706433/hook",  # 127.0.0.1 in decimal
         "http://0x7f000001/hook",  # 127.0.0.1 in hex
         "http://0x7f.1/hook",
