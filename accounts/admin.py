@@ -1,10 +1,21 @@
+"""The admin console's pages for tenants, their members, keys, invitations and audit log.
+
+What staff type is checked as the API checks it: by the models (`accounts.validation`, run by the
+admin's `full_clean`) and, for what needs the upper layers, by `dashboard.admin`, which adds its
+checks to the organization's page. Secrets are never shown: not the webhook signing secret (rotated
+by an action), not a key's hash, not an invitation's link. Staff's actions are recorded in the
+tenant's audit log, as staff: by the action itself, or by the console's change log
+(`audit._staff_acted`)."""
+
 from __future__ import annotations
 
 from django.contrib import admin
 from django.utils import timezone
 
-from . import audit
-from .models import ApiKey, AuditEvent, Invitation, Membership, Organization
+from . import actions, audit
+from .models import WEBHOOK_SECRET_GRACE, ApiKey, AuditEvent, Invitation, Membership, Organization
+
+GRACE_HOURS = int(WEBHOOK_SECRET_GRACE.total_seconds() // 3600)
 
 
 @admin.register(Organization)
@@ -12,8 +23,15 @@ class OrganizationAdmin(admin.ModelAdmin):
     list_display = ("name", "slug", "suspended_at", "created_at")
     list_filter = ("suspended_at",)
     search_fields = ("name", "slug")
-    readonly_fields = ("webhook_secret", "previous_webhook_secret", "webhook_secret_rotated_at")
-    actions = ["suspend", "unsuspend"]
+    exclude = ("webhook_secret", "previous_webhook_secret")
+    readonly_fields = ("webhook_signing_secret", "webhook_secret_rotated_at")
+    actions = ["suspend", "unsuspend", "rotate_webhook_secret"]
+
+    @admin.display(description="webhook signing secret")
+    def webhook_signing_secret(self, org: Organization) -> str:
+        until = org.previous_webhook_secret_valid_until()
+        previous = f"; the previous one signs too until {until:%Y-%m-%d %H:%M} UTC" if until else ""
+        return f"set, not shown (the action “Rotate the webhook signing secret” replaces it){previous}"
 
     @admin.action(description="Suspend (every API call answers 403)")
     def suspend(self, request, queryset):
@@ -33,11 +51,19 @@ class OrganizationAdmin(admin.ModelAdmin):
             audit.record(org, "staff.unsuspended", request.user, staff=True, target=f"organization:{org.slug}")
         self.message_user(request, f"{len(orgs)} organization(s) unsuspended.")
 
+    @admin.action(description=f"Rotate the webhook signing secret (the old one signs {GRACE_HOURS} hours more)")
+    def rotate_webhook_secret(self, request, queryset):
+        orgs = list(queryset)
+        for org in orgs:
+            actions.rotate_webhook_secret(org, request.user)
+            self.log_change(request, org, "Rotated the webhook signing secret.")  # the audit log's staff row
+        self.message_user(request, f"Webhook signing secret rotated for {len(orgs)} organization(s).")
+
 
 @admin.register(Invitation)
 class InvitationAdmin(admin.ModelAdmin):
     list_display = ("email", "organization", "role", "created_at", "accepted_at")
-    readonly_fields = ("token",)
+    exclude = ("token",)  # the link lets anyone join: only the invited address gets it
 
 
 @admin.register(Membership)
@@ -48,11 +74,29 @@ class MembershipAdmin(admin.ModelAdmin):
 
 @admin.register(ApiKey)
 class ApiKeyAdmin(admin.ModelAdmin):
+    """A key's name, scopes, allowlist, limits and expiry can be changed; what identifies it, its
+    hashes and its history cannot. Keys are made by their organization (the API, the dashboard):
+    a key made here would have a secret nobody was ever shown."""
+
     list_display = ("name", "prefix", "kind", "organization", "created_at", "last_used_at", "revoked_at")
-    readonly_fields = ("prefix", "hashed_key", "last_used_at")
+    exclude = ("hashed_key", "previous_hashed_key")
+    readonly_fields = (
+        "organization",
+        "prefix",
+        "kind",
+        "owner",
+        "created_by",
+        "created_at",
+        "last_used_at",
+        "previous_valid_until",
+        "revoked_at",
+    )
     search_fields = ("prefix", "name", "organization__name")
     list_filter = ("kind",)
     actions = ["revoke"]
+
+    def has_add_permission(self, request) -> bool:
+        return False
 
     @admin.action(description="Revoke (refused at once)")
     def revoke(self, request, queryset):

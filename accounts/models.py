@@ -19,6 +19,7 @@ from django.db import models
 from django.utils import timezone
 
 from . import scopes as key_scopes
+from . import validation
 
 KEY_SCHEME = "tts"
 PREFIX_LENGTH = 12
@@ -78,6 +79,10 @@ class Organization(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    def clean_fields(self, exclude=None) -> None:
+        """Django's checks, then the API's (accounts.validation): the console saves no allowlist the API refuses."""
+        validation.clean_fields(self, exclude, super().clean_fields, validation.ORGANIZATION)
 
     @property
     def is_suspended(self) -> bool:
@@ -194,6 +199,10 @@ class ApiKey(models.Model):
 
     def __str__(self) -> str:
         return f"{self.name} ({KEY_SCHEME}_{self.prefix}_…)"
+
+    def clean_fields(self, exclude=None) -> None:
+        """Django's checks, then the API's (accounts.validation): scopes, allowlist and limits as the API takes them."""
+        validation.clean_fields(self, exclude, super().clean_fields, validation.API_KEY)
 
     @staticmethod
     def kind_of(scopes) -> str:

@@ -15,6 +15,9 @@ from django.db import models
 from django.utils import timezone
 
 from accounts.models import ApiKey, Organization
+from accounts.validation import clean_fields as validate_fields
+
+from . import validation
 
 
 class Plan(models.Model):
@@ -56,6 +59,10 @@ class Plan(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    def clean_fields(self, exclude=None) -> None:
+        """Django's checks, then numbers and lists the limits can use (billing.validation)."""
+        validate_fields(self, exclude, super().clean_fields, validation.PLAN)
 
 
 def default_plan() -> Plan:
@@ -104,6 +111,10 @@ class Subscription(models.Model):
 
     def __str__(self) -> str:
         return f"{self.organization} on {self.plan}"
+
+    def clean_fields(self, exclude=None) -> None:
+        """Django's checks, then overrides the limits can use (billing.validation)."""
+        validate_fields(self, exclude, super().clean_fields, validation.OVERRIDES)
 
 
 class QuotaPeriod(models.Model):

@@ -46,8 +46,8 @@ def member_required(view=None, *, gated: bool = True):
     @functools.wraps(view)
     def wrapped(request, *args, **kwargs):
         membership, memberships = current_membership(request)
-        if membership is None:
-            return redirect("dashboard:signup")
+        if membership is None:  # staff of no organization: their own page, with the console's links
+            return redirect("dashboard:staff" if request.user.is_staff else "dashboard:signup")
         org = membership.organization
         if gated and sso_required_for(membership, request.session):
             messages.info(request, f"{org.name} requires single sign-on: continue with its identity provider.")

@@ -3,9 +3,16 @@
 none and speaks with that model. `GET/PUT /v1/organization/speech_defaults` (the `organization`
 scope) and the dashboard's Settings page set them; `with_defaults` fills them into a request body
 before it is validated (REST, jobs, WebSocket, previews). Empty: the deployment's defaults
-(TTS_DEFAULT_MODEL, "alloy")."""
+(TTS_DEFAULT_MODEL, "alloy"). A stored default the checks would refuse (a raw UPDATE, an old row)
+is never a 500: a model that is not served means the deployment's default, as one no longer served
+does (the operator is told, once per process); a voice that is not one of its model's refuses the
+requests that rely on it, saying so (409 `invalid_organization_setting`, not an error about a
+voice they did not name), logged for the operator."""
 
 from __future__ import annotations
+
+import functools
+import logging
 
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
@@ -16,9 +23,12 @@ from accounts.models import Organization
 from accounts.tenancy import OwnOrganizationViewSet
 from billing import offer
 from billing.limits import limits_for
+from inference.spec import EngineSpec
 from tts_saas.errors import ApiError, error_responses
 from tts_saas.serializers import StrictSerializer
 from voices.catalog import resolve_voice
+
+logger = logging.getLogger(__name__)
 
 ADMIN_ONLY = {
     403: "The key lacks the organization scope, the model is not in the plan, or the organization is suspended."
@@ -30,13 +40,53 @@ def default_model(org: Organization) -> str:
     the deployment's."""
     if org.default_model and offer.find(org.default_model) is not None:
         return org.default_model
+    if org.default_model:
+        _not_served(org.pk, org.default_model)
     return offer.default_spec().name
+
+
+@functools.lru_cache(maxsize=1024)
+def _not_served(org_id: int | None, model: str) -> None:
+    """Told once per process and value: the organization's requests speak with the deployment's model."""
+    logger.warning(
+        "organization %s: its default model %r is not served here; its requests use the deployment's default",
+        org_id,
+        model,
+        extra={"org_id": org_id, "setting": "default_model"},
+    )
 
 
 def model_for(model: str, org: Organization) -> str:
     """The model a request means: as named, or the organization's default (else the deployment's)
     where it names none or one of OpenAI's names."""
     return default_model(org) if model == "" or offer.is_alias(model) else model
+
+
+def _check_default_voice(org: Organization, spec: EngineSpec) -> None:
+    """The stored default voice is one of `spec`'s (built in, or the organization's own of that
+    model and made), else 409 saying so, logged for the operator; one still being made is left to
+    the request's own check, which says so."""
+    try:
+        resolve_voice(org, org.default_voice, spec)
+    except ApiError as exc:
+        if exc.code == "voice_not_ready":
+            return
+        voice = org.default_voice[:64]
+        logger.error(
+            "organization %s: its default voice %r is not a usable voice of %s, so requests that name none are refused",
+            org.pk,
+            voice,
+            spec.name,
+            extra={"org_id": org.pk, "setting": "default_voice"},
+        )
+        raise ApiError(
+            409,
+            f"Your organization's default voice '{voice}' is not a usable voice of {spec.name}, so requests that "
+            "name no voice are refused: an owner or admin must set the default voice again (dashboard: Settings, "
+            "or PUT /v1/organization/speech_defaults). Meanwhile, name a voice in the request.",
+            "invalid_organization_setting",
+            "voice",
+        ) from None
 
 
 def with_defaults(data: dict, org: Organization) -> dict:
@@ -51,6 +101,7 @@ def with_defaults(data: dict, org: Organization) -> dict:
     if own is not None and "voice" not in data:
         spec = offer.find(data.get("model") or "") if isinstance(data.get("model"), str) else None
         if spec is not None and spec.name == own.name:
+            _check_default_voice(org, spec)
             data = {**data, "voice": org.default_voice}
     return data
 
