@@ -307,7 +307,7 @@ def change_role(acting: Membership, membership_id: int, role: str) -> tuple[Memb
     return target, True
 
 
-def rotate_webhook_secret(org: Organization, by=None) -> str:
+def rotate_webhook_secret(org: Organization, by=None, *, staff: bool = False) -> str:
     """A new webhook secret for `org`, returned (and set on `org`). The one it replaces keeps
     signing callbacks alongside for WEBHOOK_SECRET_GRACE, so receivers switch without losing a
     delivery. The row is locked, so of two concurrent rotations the second keeps the first's new
@@ -318,7 +318,7 @@ def rotate_webhook_secret(org: Organization, by=None) -> str:
         locked.webhook_secret = _new_webhook_secret()
         locked.webhook_secret_rotated_at = timezone.now()
         locked.save(update_fields=["webhook_secret", "previous_webhook_secret", "webhook_secret_rotated_at"])
-        audit.record(org, "webhook_secret.rotated", by)
+        audit.record(org, "webhook_secret.rotated", by, staff=staff)
     for field in ("webhook_secret", "previous_webhook_secret", "webhook_secret_rotated_at"):
         setattr(org, field, getattr(locked, field))
     return locked.webhook_secret

@@ -8,4 +8,5 @@ class AccountsConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from . import audit, mfa, sso  # noqa: F401, PLC0415  (connect the sign-in and second-factor signals)
+        # Connect the sign-in, second-factor and deleted-user signals.
+        from . import audit, keys, mfa, sso  # noqa: F401, PLC0415

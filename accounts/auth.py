@@ -11,7 +11,7 @@ import hmac
 import logging
 from dataclasses import dataclass, replace
 
-from django.db.models import OuterRef, QuerySet, Subquery
+from django.db.models import QuerySet
 from django.utils import timezone
 from rest_framework.authentication import BaseAuthentication
 
@@ -19,7 +19,7 @@ from tts_saas.errors import ApiError
 
 from . import audit, client_tokens, tickets
 from . import scopes as key_scopes
-from .grants import effective_scopes, owner_role
+from .grants import effective_scopes, owner_role, with_owner_roles
 from .models import KEY_SCHEME, ApiKey, Membership, Organization, hash_key
 from .network import permits
 
@@ -64,11 +64,17 @@ def check_address(org: Organization, key: ApiKey | None, address: str | None) ->
         try:
             permitted = not networks or permits(networks, address)
         except (ValueError, TypeError):  # a stored entry no API would have taken: refused, never a 500
-            logger.error("invalid IP allowlist entry", extra={"organization": org.pk, "key": key and key.prefix})
+            logger.error("invalid IP allowlist entry", extra={"org_id": org.pk, "key": key and key.prefix})
             raise ApiError(
                 403,
                 f"{whose.capitalize()} IP allowlist holds an entry that is not a network, so calls are refused: an "
-                "owner or admin must correct it (dashboard: API keys).",
+                "owner or admin must correct it ("
+                + (
+                    f"PATCH /v1/keys/{key.prefix} with allowed_ips"
+                    if key and whose.startswith("this")
+                    else "dashboard: API keys"
+                )
+                + ").",
                 "invalid_ip_allowlist",
             ) from None
         if not permitted:
@@ -78,8 +84,7 @@ def check_address(org: Organization, key: ApiKey | None, address: str | None) ->
 
 def keys() -> QuerySet[ApiKey]:
     """Keys as authentication reads them: with their organization and their owner's role now."""
-    role = Membership.objects.filter(organization=OuterRef("organization"), user=OuterRef("owner")).values("role")
-    return ApiKey.objects.select_related("organization").annotate(owner_role=Subquery(role[:1]))
+    return with_owner_roles(ApiKey.objects.select_related("organization"))
 
 
 def secret_valid(key: ApiKey, secret: str) -> bool:
@@ -103,6 +108,16 @@ def principal_for_key(key: ApiKey, address: str | None = None, secret: str = "")
         raise ApiError(401, "This API key's owner is no longer a member of the organization.", "invalid_api_key")
     check_active(key.organization)
     check_address(key.organization, key, address)
+    if not isinstance(key.scopes, list) or not all(isinstance(s, str) for s in key.scopes):
+        logger.error(
+            "API key's stored scopes are not a list of scopes", extra={"org_id": key.organization_id, "key": key.prefix}
+        )
+        raise ApiError(
+            403,
+            f"This API key's stored scopes are not valid, so its calls are refused: an owner or admin must set them "
+            f"again (PATCH /v1/keys/{key.prefix} with scopes).",
+            "invalid_key_scopes",
+        )
     key.touch()
     granted = effective_scopes(key)
     return Principal(
@@ -117,12 +132,12 @@ def principal_for_key(key: ApiKey, address: str | None = None, secret: str = "")
 def require(principal: Principal, scope: str | None, what: str) -> None:
     """403 `insufficient_permissions` naming the missing scope, unless the caller has it."""
     if scope is not None and not key_scopes.allows(principal.scopes, scope):
-        who = "This API key" if principal.api_key is not None else "Your role"
-        raise ApiError(
-            403,
-            f"{who} lacks the scope '{scope}', needed for {what}. An admin key has every scope.",
-            "insufficient_permissions",
-        )
+        who, hint = "This API key", "An admin key has every scope."
+        if principal.token is not None:
+            who, hint = "This client token", "A client token only speaks."
+        elif principal.api_key is None:
+            who, hint = "Your role", "Owners and admins have every scope."
+        raise ApiError(403, f"{who} lacks the scope '{scope}', needed for {what}. {hint}", "insufficient_permissions")
 
 
 def principal_for_member(membership: Membership, *, active: bool = True) -> Principal:

@@ -143,10 +143,10 @@ def check_terms(token: ClientToken, voice: str, characters: int) -> None:
     try:
         spend(token, characters)
     except BudgetExceeded as exc:
+        state = "is spent" if exc.left == 0 else f"has {exc.left} characters left"
         raise ApiError(
             403,
-            f"This client token's character budget is spent: {exc.left} characters left, this request needs "
-            f"{characters}.",
+            f"This client token's character budget {state}; this request needs {characters}.",
             "token_budget_exceeded",
             "input",
         ) from None

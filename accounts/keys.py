@@ -7,6 +7,11 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+from django.contrib.auth import get_user_model
+from django.db import transaction
+from django.db.models.signals import pre_delete
+from django.dispatch import receiver
+
 from tts_saas.errors import ApiError
 
 from . import audit
@@ -50,6 +55,7 @@ def create_key(org: Organization, name: str, by, **options) -> tuple[ApiKey, str
         options.get("monthly_character_cap"),
         options.get("requests_per_minute"),
         tuple(options.get("allowed_ips") or ()),
+        options.get("expires_at"),
     )
     check(by, org, giving=giving)
     key, raw = org.create_api_key(name, **options)
@@ -79,7 +85,11 @@ def rotate_key(key: ApiKey, by, grace: timedelta = timedelta(0)) -> str:
     secret keeps working for `grace` (at most MAX_ROTATION_GRACE): on REST, on WebSockets (closed at
     their next utterance after it) and for client tokens minted with it (refused after it)."""
     check(by, key.organization, key=key)
-    raw = key.new_secret(min(grace, MAX_ROTATION_GRACE))
+    with transaction.atomic():  # two rotations at once: the second keeps the first's secret, not the one it ended
+        locked = ApiKey.objects.select_for_update().get(pk=key.pk)
+        raw = locked.new_secret(min(grace, MAX_ROTATION_GRACE))
+    for field in ("hashed_key", "previous_hashed_key", "previous_valid_until"):
+        setattr(key, field, getattr(locked, field))
     after = {"previous_valid_until": key.previous_valid_until.isoformat() if key.previous_valid_until else None}
     audit.record(key.organization, "key.rotated", by, target=f"key:{key.prefix}", after=after)
     return raw
@@ -133,3 +143,11 @@ def set_webhook_endpoint(org: Organization, url: str, by) -> None:
     before, org.webhook_url = org.webhook_url, url
     org.save(update_fields=["webhook_url"])
     audit.record_changes(org, "webhook_endpoint.updated", {"url": before}, {"url": url}, by)
+
+
+@receiver(pre_delete, sender=get_user_model())
+def _revoke_keys_of_deleted_user(sender, instance, **kwargs) -> None:
+    """A user deleted however (the admin console too): their own keys are revoked, never left to
+    become the organization's service keys when the owner field is emptied."""
+    for key in ApiKey.objects.filter(owner=instance, revoked_at__isnull=True).select_related("organization"):
+        revoke_key(key, instance)  # its owner: always allowed

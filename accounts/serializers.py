@@ -8,9 +8,11 @@ from tts_saas.serializers import StrictSerializer
 
 from . import client_tokens
 from . import scopes as key_scopes
+from .grants import effective_scopes
 from .keys import MAX_ROTATION_GRACE
 from .models import KEY_SCHEME, ApiKey, Organization
 from .network import parse_networks
+from .validation import KEY_CAP, KEY_RATE
 
 
 class KeyRotationSerializer(StrictSerializer):
@@ -28,6 +30,9 @@ class ApiKeySerializer(serializers.ModelSerializer):
     owner = serializers.SerializerMethodField(
         help_text="The member whose own key it is (revoked when they leave); null: a service key of the organization."
     )
+    effective_scopes = serializers.SerializerMethodField(
+        help_text="What the key may do now: its scopes, narrowed to its owner's role for a member's own key."
+    )
 
     class Meta:
         model = ApiKey
@@ -36,6 +41,7 @@ class ApiKeySerializer(serializers.ModelSerializer):
             "name",
             "kind",
             "scopes",
+            "effective_scopes",
             "allowed_ips",
             "monthly_character_cap",
             "requests_per_minute",
@@ -48,6 +54,9 @@ class ApiKeySerializer(serializers.ModelSerializer):
             "previous_valid_until",
         ]
         read_only_fields = ["created_at", "last_used_at", "revoked_at", "previous_valid_until"]
+
+    def get_effective_scopes(self, key: ApiKey) -> list[str]:
+        return sorted(effective_scopes(key))
 
     def get_owner(self, key: ApiKey) -> str | None:
         return key.owner.email if key.owner_id and key.owner else None
@@ -97,8 +106,8 @@ def cap_field():
     return serializers.IntegerField(
         required=False,
         allow_null=True,
-        min_value=1,
-        max_value=10**12,
+        min_value=KEY_CAP[0],
+        max_value=KEY_CAP[1],
         help_text="Characters this key may use a calendar month (UTC), within the organization's quota; null: no cap. "
         "At most the calling key's own cap: a key cannot raise its own.",
     )
@@ -108,8 +117,8 @@ def rate_field():
     return serializers.IntegerField(
         required=False,
         allow_null=True,
-        min_value=1,
-        max_value=1_000_000,
+        min_value=KEY_RATE[0],
+        max_value=KEY_RATE[1],
         help_text="Requests a minute for this key, within the organization's limit; null: only the organization's. "
         "At most the calling key's own.",
     )

@@ -18,7 +18,7 @@ from .network import parse_networks
 
 Check = Callable[[Any], None]
 
-# A key's own limits as the API takes them (`accounts.serializers`: cap_field, rate_field).
+# A key's own limits, as the API (`accounts.serializers`: cap_field, rate_field) and the console take them.
 KEY_CAP = (1, 10**12)
 KEY_RATE = (1, 1_000_000)
 

@@ -17,6 +17,7 @@ from tts_saas.serializers import refuse_any_body
 
 from . import actions, audit, client_tokens, scopes
 from .auth import require
+from .grants import with_owner_roles
 from .models import PREFIX_LENGTH, ApiKey
 from .serializers import (
     AUDIT_ID_PREFIX,
@@ -87,7 +88,8 @@ class ApiKeyViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, TenantScop
             raise no_key from None
 
     def list(self, request, *args, **kwargs):
-        return Response({"object": "list", "data": self.get_serializer(self.get_queryset(), many=True).data})
+        listed = with_owner_roles(self.get_queryset())  # each key's effective scopes without a query each
+        return Response({"object": "list", "data": self.get_serializer(listed, many=True).data})
 
     def create(self, request):
         incoming = ApiKeyCreateSerializer(data=request.data)

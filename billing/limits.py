@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import logging
 import math
 from dataclasses import dataclass, field
 
 from accounts.models import Organization
+from tts_saas.errors import ApiError
 
 from . import terms
 from .models import Plan, Subscription, default_plan
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -47,6 +51,33 @@ def subscription_for(org: Organization) -> Subscription:
         return sub
 
 
+def _names(plan: Plan, field: str) -> tuple[str, ...]:
+    value = getattr(plan, field) or []
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise _unreadable(plan, field)
+    return tuple(value)
+
+
+def _weights(plan: Plan) -> dict[str, float]:
+    value = plan.model_weights or {}
+    if not isinstance(value, dict) or not all(
+        isinstance(w, int | float) and not isinstance(w, bool) and w > 0 for w in value.values()
+    ):
+        raise _unreadable(plan, "model_weights")
+    return dict(value)
+
+
+def _unreadable(plan: Plan, field: str) -> ApiError:
+    """A plan written with a value no form takes (a raw write, an old row): its organizations'
+    requests are refused, plainly, never a 500, and the operator reads why in the log."""
+    logger.error("plan %s: %s is not readable", plan.slug, field, extra={"plan": plan.slug, "field": field})
+    return ApiError(
+        503,
+        f"Your plan ({plan.slug}) has a setting the service cannot read ({field}); the operator must correct it.",
+        "plan_misconfigured",
+    )
+
+
 def limits_for(org: Organization) -> Limits:
     sub = subscription_for(org)
     plan: Plan = sub.plan
@@ -65,8 +96,8 @@ def limits_for(org: Organization) -> Limits:
         requests_per_minute=pick("requests_per_minute"),
         concurrent_jobs=pick("concurrent_jobs"),
         max_input_chars=pick("max_input_chars"),
-        allowed_formats=tuple(plan.allowed_formats),
-        allowed_voices=tuple(plan.allowed_voices),
+        allowed_formats=_names(plan, "allowed_formats"),
+        allowed_voices=_names(plan, "allowed_voices"),
         queue_priority=plan.queue_priority,
         quota_characters=terms.ceiling(plan, sub, included),
         spending_limit_cents=sub.spending_limit_cents if overage else None,
@@ -74,6 +105,6 @@ def limits_for(org: Organization) -> Limits:
         max_job_chars=max(plan.max_job_chars, pick("max_input_chars")),
         max_custom_voices=plan.max_custom_voices,
         max_lexicon_entries=plan.max_lexicon_entries,
-        allowed_models=tuple(plan.allowed_models),
-        model_weights=dict(plan.model_weights or {}),
+        allowed_models=_names(plan, "allowed_models"),
+        model_weights=_weights(plan),
     )

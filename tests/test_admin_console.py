@@ -22,6 +22,7 @@ from accounts.models import AuditEvent, Membership, Organization
 from billing.limits import subscription_for
 from billing.models import Plan, QuotaPeriod, UsageEvent
 from synthesis.api import protocol
+from synthesis.service.prepared import zero_retention
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -278,9 +279,8 @@ def test_the_webhook_secret_is_never_shown_and_is_rotated_by_an_audited_action(a
     assert org.webhook_secret != old and org.previous_webhook_secret == old
     page = admin_client.get(org_url(org)).content.decode()
     assert org.webhook_secret not in page and old not in page and "the previous one signs too until" in page
-    assert AuditEvent.objects.filter(organization=org, action="webhook_secret.rotated").exists()
-    staff_row = AuditEvent.objects.get(organization=org, action="staff.changed")
-    assert staff_row.actor_type == "staff" and staff_row.after == {"change": "Rotated the webhook signing secret."}
+    (rotation,) = AuditEvent.objects.filter(organization=org, action="webhook_secret.rotated")
+    assert rotation.actor_type == "staff"  # the operator's action, not a member's
     invitation = org.invitations.create(email="new@example.com")
     assert (
         invitation.token not in admin_client.get(f"/admin/accounts/invitation/{invitation.pk}/change/").content.decode()
@@ -312,6 +312,35 @@ def test_a_bad_allowlist_stored_anyway_refuses_the_tenants_calls_saying_so(live_
             assert response.status_code == 403 and error["code"] == "invalid_ip_allowlist", error
             assert "organization's IP allowlist" in error["message"] and "admin must correct it" in error["message"]
     assert logged(live_stack, owner.org.pk, "allowlist")
+
+
+def test_a_keys_bad_scopes_or_a_plans_bad_lists_stored_anyway_are_refused_saying_so(live_stack, owner):
+    _, raw = owner.org.create_api_key("scoped oddly", kind="standard")
+    key = owner.org.api_keys.get(name="scoped oddly")
+    type(key).objects.filter(pk=key.pk).update(scopes=5)  # a raw write no API or form takes
+    with live_stack.client(raw) as client:
+        odd = client.get("/voices")
+    error = refusal(odd)
+    assert (odd.status_code, error["code"]) == (403, "invalid_key_scopes") and key.prefix in error["message"]
+    with live_stack.client(owner.key) as client:  # and it can be put right
+        fixed = client.patch(f"/keys/{key.prefix}", json={"scopes": ["speech:write"]})
+    assert fixed.status_code == 200 and fixed.json()["scopes"] == ["speech:write"], fixed.text
+    plan = subscription_for(owner.org).plan
+    Plan.objects.filter(pk=plan.pk).update(model_weights={"kokoro": "x"})
+    try:
+        with live_stack.client(owner.key) as client:
+            unreadable = client.get("/voices")
+        assert unreadable.status_code == 503, unreadable.text
+        error = unreadable.json()["error"]
+        assert error["code"] == "plan_misconfigured" and "model_weights" in error["message"]
+        assert "is not readable" in live_stack.web.output()  # told to the operator
+    finally:
+        Plan.objects.filter(pk=plan.pk).update(model_weights=plan.model_weights)
+
+
+def test_a_data_retention_no_api_takes_keeps_nothing(owner):
+    Organization.objects.filter(pk=owner.org.pk).update(data_retention="forever")
+    assert zero_retention(Organization.objects.get(pk=owner.org.pk), asked=False) is True
 
 
 def test_a_bad_default_voice_stored_anyway_refuses_what_relies_on_it_saying_so(live_stack, owner):

@@ -6,11 +6,15 @@ most what the member's role does, as the role is at each request."""
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
 from django.contrib.auth import get_user_model
+from django.utils import timezone
 
 from accounts import keys
-from accounts.models import ApiKey, Membership
+from accounts.auth import secret_valid
+from accounts.models import ApiKey, Membership, hash_key
 from tts_saas.errors import ApiError
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -67,41 +71,42 @@ def test_a_keys_write_key_cannot_change_or_revoke_a_key_with_more_rights(live_st
 
 
 def test_a_key_creates_and_changes_keys_only_within_what_it_has(live_stack, owner):
+    soon = (timezone.now() + timedelta(days=1)).isoformat()
     manager = make(
-        live_stack,
-        owner.key,
-        scopes=["keys:write", "speech:write"],
-        monthly_character_cap=1000,
-        requests_per_minute=60,
-        allowed_ips=["127.0.0.0/8"],
+        live_stack, owner.key, scopes=["keys:write", "speech:write"], allowed_ips=["127.0.0.0/8"], expires_at=soon
     )
     with live_stack.client(manager["key"]) as client:
-        broader_scope = client.post("/keys", json={"name": "a", "scopes": ["audit:read"]})
-        no_cap = client.post("/keys", json={"name": "b", "scopes": ["speech:write"], "allowed_ips": ["127.0.0.1"]})
-        anywhere = client.post(
-            "/keys",
-            json={"name": "c", "scopes": ["speech:write"], "monthly_character_cap": 10, "requests_per_minute": 5},
-        )
+        broader_scope = client.post("/keys", json={"name": "a", "scopes": ["audit:read"], "allowed_ips": ["127.0.0.1"]})
+        anywhere = client.post("/keys", json={"name": "b", "scopes": ["speech:write"], "expires_at": soon})
+        forever = client.post("/keys", json={"name": "c", "scopes": ["speech:write"], "allowed_ips": ["127.0.0.1"]})
         within = client.post(
-            "/keys",
-            json={
-                "name": "d",
-                "scopes": ["speech:write"],
-                "monthly_character_cap": 500,
-                "requests_per_minute": 60,
-                "allowed_ips": ["127.0.0.1"],
-            },
+            "/keys", json={"name": "d", "scopes": ["speech:write"], "allowed_ips": ["127.0.0.1"], "expires_at": soon}
         )
         assert within.status_code == 201, within.text
         made = within.json()["id"]
-        raised = client.patch(f"/keys/{made}", json={"monthly_character_cap": 5000})
+        widened = client.patch(f"/keys/{made}", json={"allowed_ips": ["10.0.0.0/8"]})
     refused(broader_scope, 400, "audit:read")
-    refused(no_cap, 400, "1000 characters a month")
-    assert no_cap.json()["error"]["param"] == "monthly_character_cap"
     refused(anywhere, 400, "127.0.0.0/8")
     assert anywhere.json()["error"]["param"] == "allowed_ips"
-    refused(raised, 400, "1000 characters a month")
-    assert ApiKey.objects.get(prefix=made).monthly_character_cap == 500
+    refused(forever, 400, "a life beyond")
+    assert forever.json()["error"]["param"] == "expires_at"
+    refused(widened, 400, "127.0.0.0/8")
+    assert ApiKey.objects.get(prefix=made).allowed_ips == ["127.0.0.1/32"]
+
+
+def test_a_key_with_a_cap_of_its_own_makes_no_keys_to_multiply_it(live_stack, owner):
+    capped = make(live_stack, owner.key, scopes=["keys:write", "speech:write"], monthly_character_cap=4)
+    other = make(live_stack, owner.key, scopes=["speech:write"], monthly_character_cap=2)
+    with live_stack.client(capped["key"]) as client:
+        child = client.post("/keys", json={"name": "child", "scopes": ["speech:write"], "monthly_character_cap": 4})
+        raised = client.patch(f"/keys/{other['id']}", json={"monthly_character_cap": 4})
+        renamed = client.patch(f"/keys/{other['id']}", json={"name": "still capped at 2"})
+    for answer in (child, raised):
+        refused(answer, 400, "monthly_character_cap of its own")
+        assert answer.json()["error"]["param"] == "monthly_character_cap"
+    assert renamed.status_code == 200, renamed.text  # what is not a limit it may change
+    assert not ApiKey.objects.filter(name="child").exists()
+    assert ApiKey.objects.get(prefix=other["id"]).monthly_character_cap == 2
 
 
 def test_a_key_cannot_raise_its_own_limits_or_widen_its_own_allowlist(live_stack, owner):
@@ -174,3 +179,58 @@ def test_a_members_own_key_does_what_the_members_role_does_now(live_stack, owner
     refused(as_member, 403, "'lexicons:write'")
     assert read.status_code == 200 and spoken.status_code == 200, spoken.text
     refused(gone, 401, "no longer a member")
+
+
+def test_a_demoted_admins_key_is_still_out_of_reach_of_lesser_keys(live_stack, owner):
+    """Its owner's role narrows what it does now, not what it holds: handed a new secret, a lesser key
+    would get an admin key back the day its owner is promoted again."""
+    ada = get_user_model().objects.create_user("ada@example.com", "ada@example.com", "pw")
+    membership = Membership.objects.create(user=ada, organization=owner.org, role="admin")
+    key, _ = owner.org.create_api_key("ada's", kind="admin", owner=ada)
+    Membership.objects.filter(pk=membership.pk).update(role="member")
+    lesser = make(live_stack, owner.key, scopes=["keys:write", "speech:write", "jobs:write", "voices:read"])
+    with live_stack.client(lesser["key"]) as client:
+        rotated = client.post(f"/keys/{key.prefix}/rotate", json={})
+        changed = client.patch(f"/keys/{key.prefix}", json={"name": "mine"})
+    refused(rotated, 403, "audit:write")
+    refused(changed, 403, "audit:write")
+    with live_stack.client(owner.key) as client:
+        listed = {k["id"]: k for k in client.get("/keys").json()["data"]}
+    assert listed[key.prefix]["kind"] == "admin"  # what it holds, and what it may do now
+    assert "audit:read" not in listed[key.prefix]["effective_scopes"]
+    assert "speech:write" in listed[key.prefix]["effective_scopes"]
+
+
+def test_a_deleted_users_own_keys_are_revoked_not_made_service_keys(owner):
+    bob = get_user_model().objects.create_user("bob@example.com", "bob@example.com", "pw")
+    Membership.objects.create(user=bob, organization=owner.org, role="member")
+    key, _ = owner.org.create_api_key("bob's", kind="admin", owner=bob)
+    bob.delete()  # e.g. by staff in the admin console
+    stored = ApiKey.objects.get(pk=key.pk)
+    assert stored.revoked_at is not None and stored.owner is None
+
+
+def test_two_rotations_at_once_never_bring_back_the_secret_one_ended(owner):
+    key = admin_key(owner)
+    first, second = ApiKey.objects.get(pk=key.pk), ApiKey.objects.get(pk=key.pk)  # both read before either writes
+    old = owner.key
+    keys.rotate_key(first, None)  # no grace: the old secret ends now
+    keys.rotate_key(second, None, timedelta(hours=1))  # keeps the first rotation's secret for an hour, not the old
+    stored = ApiKey.objects.get(pk=key.pk)
+    assert not secret_valid(stored, hash_key(old))
+    assert stored.previous_hashed_key == first.hashed_key
+
+
+def test_a_stored_allowlist_no_api_would_take_can_still_be_fixed_or_revoked(live_stack, owner):
+    broken = make(live_stack, owner.key, scopes=["speech:write"])
+    ApiKey.objects.filter(prefix=broken["id"]).update(allowed_ips=["10.0.0.1/8"])  # an old row, a raw write
+    fixer = make(live_stack, owner.key, scopes=["keys:write", "speech:write"], allowed_ips=["127.0.0.0/8"])
+    with live_stack.client(broken["key"]) as client:
+        used = client.post("/audio/speech", json={"model": "kokoro", "input": "Hi.", "voice": "af_heart"})
+    refused(used, 403, "not a network", f"PATCH /v1/keys/{broken['id']}")
+    assert used.json()["error"]["code"] == "invalid_ip_allowlist"
+    with live_stack.client(fixer["key"]) as client:
+        fixed = client.patch(f"/keys/{broken['id']}", json={"allowed_ips": ["127.0.0.1"]})
+        revoked = client.delete(f"/keys/{broken['id']}")
+    assert fixed.status_code == 200 and fixed.json()["allowed_ips"] == ["127.0.0.1/32"], fixed.text
+    assert revoked.status_code == 200 and revoked.json()["revoked_at"], revoked.text

@@ -37,7 +37,7 @@ def keys(request):
         return SETTINGS[posted](request)
     allowlist = IpAllowlistForm(  # prefixed: the key form has a field of that name too
         request.POST if posted == IP_ALLOWLIST else None,
-        initial={"allowed_ips": ", ".join(org.allowed_ips)},
+        initial={"allowed_ips": ", ".join(map(str, org.allowed_ips)) if isinstance(org.allowed_ips, list) else ""},
         prefix="org",
     )
     if posted == IP_ALLOWLIST:

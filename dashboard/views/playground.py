@@ -151,7 +151,9 @@ def playground_ticket(request):
     """A single-use WebSocket ticket for the signed-in member (CSRF-protected POST)."""
     require_active(request)
     ticket = issue_ticket(request.principal)
-    return JsonResponse({"ticket": ticket, "url": f"/v1/audio/stream?ticket={ticket}"})
+    response = JsonResponse({"ticket": ticket, "url": f"/v1/audio/stream?ticket={ticket}"})
+    response["Cache-Control"] = "no-store"  # a credential, if only for a minute
+    return response
 
 
 # Offered for download, the API's names; WAV is made in the browser, the others by `encode`.

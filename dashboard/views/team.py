@@ -73,7 +73,7 @@ def members(request):
     ]
     for invitation in pending:
         invitation.url = _accept_url(request, invitation.token)
-    return page(
+    response = page(
         request,
         "members.html",
         "members",
@@ -83,6 +83,8 @@ def members(request):
         can_manage=request.principal.is_admin,
         delivers_mail=not _delivers_nothing(),
     )
+    response["Cache-Control"] = "no-store"  # invitation links: whoever holds one may join
+    return response
 
 
 # E-mail backends that deliver nothing to the invitee (the default one prints to the console).

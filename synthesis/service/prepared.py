@@ -4,6 +4,7 @@ plan's limits checked, the text checked for the model and split, every generatio
 
 from __future__ import annotations
 
+import logging
 import secrets
 from dataclasses import dataclass, field
 from typing import Any
@@ -21,6 +22,8 @@ from synthesis.audio.formats import output_format
 from tts_saas.errors import ApiError
 from voices.catalog import resolve_voice
 from voices.lexicons import matcher_for
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -146,6 +149,9 @@ def zero_retention(organization, asked: bool) -> bool:
     """Whether a request keeps nothing: always where the organization requires it, on request where
     it allows it; asking where it does not is a 403 (the request would otherwise be kept)."""
     retention = organization.data_retention
+    if retention not in Organization.Retention.values:  # a value no API takes: keep nothing, tell the operator
+        logger.error("invalid data retention %r: treated as zero", retention, extra={"org_id": organization.pk})
+        return True
     if retention == Organization.Retention.ZERO:
         return True
     if asked and retention != Organization.Retention.OPTIONAL:
