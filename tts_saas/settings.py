@@ -284,7 +284,7 @@ TTS_MODEL_DIRS = {
 TTS_HF_CACHE_DIR = envstr("TTS_HF_CACHE_DIR")  # where those downloads are kept (HF default if empty)
 TTS_DEVICE = envstr("TTS_DEVICE")  # empty: cuda when present, else cpu
 TTS_PRECISION = envstr("TTS_PRECISION", "auto")  # the GPT's: auto (= fp32, measured best), fp32, bf16, int8 (CPU)
-TTS_TORCH_THREADS = envint("TTS_TORCH_THREADS", 0)  # a worker's torch threads; 0: auto (CPU: cores - 1)
+TTS_TORCH_THREADS = envint("TTS_TORCH_THREADS", 0)  # a worker's torch threads; 0: auto (the engine's rule)
 TTS_MODEL_ALIASES = [a for a in envstr("TTS_MODEL_ALIASES", "tts-1,tts-1-hd,gpt-4o-mini-tts").split(",") if a]
 TTS_MAX_INPUT_CHARS = envint("TTS_MAX_INPUT_CHARS", 4096)
 TTS_MAX_JOB_CHARS = envint("TTS_MAX_JOB_CHARS", 200_000)  # an asynchronous job's input, at most (plans set less)
@@ -301,6 +301,7 @@ TTS_QUEUE_TIMEOUT = envfloat("TTS_QUEUE_TIMEOUT", 30.0)
 TTS_MAX_QUEUE_WAIT = envfloat("TTS_MAX_QUEUE_WAIT", 120.0)
 # Rows (segments of jobs) one synthesis worker process generates together: size it to the GPU's memory.
 TTS_MAX_BATCH = envint("TTS_MAX_BATCH", 4)
+TTS_WORKER_MAX_MEMORY_MB = envint("TTS_WORKER_MAX_MEMORY_MB", 0)  # past it a worker leaves, to be restarted (0: never)
 TTS_WORKER_METRICS_PORT = envint("TTS_WORKER_METRICS_PORT", 0)  # each synthesis worker's /metrics; 0: off
 TTS_CONTINUOUS_BATCHING = envbool("TTS_CONTINUOUS_BATCHING", True)  # jobs join a running batch at a step
 TTS_BATCH_GATHER_SECONDS = envfloat("TTS_BATCH_GATHER_SECONDS", 0.1)  # wait for companions once a job is in

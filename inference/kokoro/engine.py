@@ -20,6 +20,7 @@ import gc
 import hashlib
 import json
 import logging
+import os
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 
@@ -41,7 +42,11 @@ logger = logging.getLogger(__name__)
 
 # Our forward (padded batch, per-row noise seeded with model.SEED) and text side: part of the version.
 CODE_VERSION = "padded-batch/1"
-PRECISIONS = ("fp32",)  # kokoro's iSTFTNet decoder is float32 (exp of its spectrum overflows in half)
+# The decoder's generator: float32, or its resblocks' convolutions in bfloat16 (float32's range, so
+# the spectrum's exp cannot overflow as in half precision). bf16 is an operator's choice, never auto:
+# 1.2-1.3x faster on a CPU with AVX512-BF16, but the audio differs from float32's by ~-40 dB
+# (docs/benchmarks.md), measured on random weights only.
+PRECISIONS = ("fp32", "bf16")
 PACKS_KEPT = 64  # decoded voice packs and mixes a worker keeps
 
 
@@ -56,8 +61,21 @@ class KokoroEngine:
     sample_rate = SAMPLE_RATE
     check_model_dir = staticmethod(check_model_dir)
 
-    def __init__(self, model, voices: dict, device, model_version: str, random_weights: bool, fixed_length=False):
+    def __init__(
+        self,
+        model,
+        voices: dict,
+        device,
+        model_version: str,
+        random_weights: bool,
+        fixed_length=False,
+        precision: str = "fp32",
+    ):
+        import torch  # noqa: PLC0415  (torch/kokoro: worker processes only)
+
         self.model = model
+        self.precision = precision
+        self.dtype = torch.bfloat16 if precision == "bf16" else None  # the generator's resblocks
         self.voices = voices  # voice id -> path of its pack
         self.device = device
         self.model_version = model_version
@@ -80,6 +98,10 @@ class KokoroEngine:
         precision: str = "auto",
         threads: int | None = None,
     ) -> KokoroEngine:
+        # oneDNN keeps a compiled convolution per input shape, 1024 by default: each new length a
+        # text brings adds ~90 of them, ~85 MB in all once full; 128 hold one forward's and cost no
+        # speed (docs/benchmarks.md). Read when oneDNN first runs: set before any convolution.
+        os.environ.setdefault("ONEDNN_PRIMITIVE_CACHE_CAPACITY", "128")
         import torch  # noqa: PLC0415  (torch/kokoro: worker processes only)
 
         from . import weights  # noqa: PLC0415  (torch/kokoro: worker processes only)
@@ -89,7 +111,7 @@ class KokoroEngine:
         if precision not in PRECISIONS:
             raise ValueError(f"precision must be auto or one of {', '.join(PRECISIONS)}, not {precision!r}")
         dev = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
-        set_threads(dev, threads)
+        set_threads(dev, threads, spare_core=False)  # few large convolutions: every core
         files = weights.local_files(model_dir) if model_dir else weights.downloaded_files(hf_cache_dir)
         model = weights.load(files, dev)
         if dev.type == "cpu":  # after loading: the file's copy of the weights is handed back first
@@ -97,18 +119,20 @@ class KokoroEngine:
         fingerprint = json.dumps(files.sha256, sort_keys=True)
         # The files, our forward, the G2P (packages and spaCy pipeline) and the spelling-out: each
         # changes the audio of a text, so each is part of the version (and of cache keys).
-        digest = hashlib.sha256(
-            "|".join([fingerprint, CODE_VERSION, g2p.versions(), normalizer_version()]).encode()
-        ).hexdigest()[:12]
+        parts = [fingerprint, CODE_VERSION, g2p.versions(), normalizer_version()]
+        digest = hashlib.sha256("|".join(parts + ([precision] if precision != "fp32" else [])).encode()).hexdigest()[
+            :12
+        ]
         version = f"kokoro-{digest}" + ("-random" if files.random_weights else "")
         logger.info(
-            "model loaded: %s on %s, %d torch threads, English G2P pipeline %s",
+            "model loaded: %s on %s, %s, %d torch threads, English G2P pipeline %s",
             version,
             dev,
+            precision,
             torch.get_num_threads(),
             g2p.english_pipeline(),
         )
-        return cls(model, files.voices, dev, version, files.random_weights, fixed_length)
+        return cls(model, files.voices, dev, version, files.random_weights, fixed_length, precision)
 
     def read(self, segment: str) -> str:
         """What Kokoro reads: the segment spelled out outside phoneme links (`text.read`)."""
@@ -202,7 +226,7 @@ class KokoroEngine:
             for piece in row_pieces:
                 ids = [self.model.vocab[c] for c in piece.phonemes]
                 inputs.append(RowInput(ids, self.style(row.params.voice, len(ids)), row.params.speed))
-        outputs = iter(forward(self.model, inputs, self.decoder_rows))
+        outputs = iter(forward(self.model, inputs, self.decoder_rows, self.dtype))
         for row, row_pieces in live:
             results = [next(outputs) for _ in row_pieces]
             if stop(row.key):  # stopped while the batch ran: its audio is not wanted

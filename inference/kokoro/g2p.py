@@ -153,8 +153,13 @@ def english(text: str, accent: str = "en-us") -> list[Token]:
     """English text (phoneme links allowed) as tokens."""
     if not text.strip():
         return []
-    _, mtokens = _english_g2p(accent)(text)
-    return [Token(t.text, known(t.phonemes or ""), bool(t.whitespace)) for t in mtokens]
+    g2p = _english_g2p(accent)
+    # spaCy keeps every string and lexeme it meets: a worker reading distinct texts grew without
+    # end. What one text adds is freed when its zone ends (spaCy 3.8's memory zones); misaki's
+    # tokens are plain strings, read inside it.
+    with g2p.nlp.memory_zone():
+        _, mtokens = g2p(text)
+        return [Token(t.text, known(t.phonemes or ""), bool(t.whitespace)) for t in mtokens]
 
 
 _zh_ready = False

@@ -165,8 +165,18 @@ def _harmonics(generator, f0_curve: torch.Tensor, frames: torch.Tensor) -> torch
     return torch.stack([F.pad(r, (0, width - r.shape[-1])) for r in rows])
 
 
-def _generate(generator, x: torch.Tensor, s: torch.Tensor, f0_curve: torch.Tensor, frames: torch.Tensor):
-    """kokoro's iSTFTNet Generator on padded rows (x: rows, channels, 2 * frames): audio per row."""
+def _in(dtype: torch.dtype | None, block, x: torch.Tensor, s: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
+    """A generator resblock (`_resblock1`), its convolutions in `dtype` where one is given (the
+    result back in float32); the harmonic source, the STFT and everything else stay float32."""
+    if dtype is None:
+        return _resblock1(block, x, s, mask)
+    with torch.autocast(x.device.type, dtype=dtype):
+        return _resblock1(block, x, s, mask).float()
+
+
+def _generate(generator, x: torch.Tensor, s: torch.Tensor, f0_curve: torch.Tensor, frames: torch.Tensor, dtype=None):
+    """kokoro's iSTFTNet Generator on padded rows (x: rows, channels, 2 * frames): audio per row;
+    `dtype`: the resblocks' convolutions in it (`_in`)."""
     har = _harmonics(generator, f0_curve, frames)
     length = 2 * frames
     for i in range(generator.num_upsamples):
@@ -177,10 +187,10 @@ def _generate(generator, x: torch.Tensor, s: torch.Tensor, f0_curve: torch.Tenso
         if last:
             x = generator.reflection_pad(x)
         mask = _mask(length + 1 if last else length, x.shape[-1])
-        x = x + _resblock1(generator.noise_res[i], x_source, s, mask)
+        x = x + _in(dtype, generator.noise_res[i], x_source, s, mask)
         xs = None
         for j in range(generator.num_kernels):
-            y = _resblock1(generator.resblocks[i * generator.num_kernels + j], x, s, mask)
+            y = _in(dtype, generator.resblocks[i * generator.num_kernels + j], x, s, mask)
             xs = y if xs is None else xs + y
         assert xs is not None
         x = _masked(xs / generator.num_kernels, mask)
@@ -194,7 +204,13 @@ def _generate(generator, x: torch.Tensor, s: torch.Tensor, f0_curve: torch.Tenso
 
 
 def _decode(
-    decoder, asr: torch.Tensor, f0_curve: torch.Tensor, n_curve: torch.Tensor, s: torch.Tensor, frames: torch.Tensor
+    decoder,
+    asr: torch.Tensor,
+    f0_curve: torch.Tensor,
+    n_curve: torch.Tensor,
+    s: torch.Tensor,
+    frames: torch.Tensor,
+    dtype: torch.dtype | None = None,
 ) -> list[torch.Tensor]:
     """kokoro's Decoder on padded rows: asr (rows, 512, frames), curves (rows, 2 * frames)."""
     f0 = decoder.F0_conv(f0_curve.unsqueeze(1))
@@ -209,7 +225,7 @@ def _decode(
         x, mask = _resblk(block, x, s, mask)
         if block.upsample_type != "none":
             res = False
-    return _generate(decoder.generator, x, s, f0_curve, frames)
+    return _generate(decoder.generator, x, s, f0_curve, frames, dtype)
 
 
 def _groups(frames: list[int], limit: int = 0) -> list[list[int]]:
@@ -229,10 +245,12 @@ def _groups(frames: list[int], limit: int = 0) -> list[list[int]]:
 
 
 @torch.inference_mode()
-def forward(model, rows: Sequence[RowInput], decoder_rows: int = 0) -> list[RowOutput]:
+def forward(
+    model, rows: Sequence[RowInput], decoder_rows: int = 0, dtype: torch.dtype | None = None
+) -> list[RowOutput]:
     """`rows` through `model` (a loaded `kokoro.KModel`) in one padded batch: each row's audio
     (float32, 24 kHz) and its predicted durations. `decoder_rows`: the most rows the decoder
-    runs at once (0: any)."""
+    runs at once (0: any); `dtype`: the generator's resblocks in it (bfloat16), else float32."""
     if not rows:
         return []
     device = model.device
@@ -275,7 +293,7 @@ def forward(model, rows: Sequence[RowInput], decoder_rows: int = 0) -> list[RowO
         f0, n = _f0_n(model.predictor, en[index, :, :span], s[index], frames[index])
         for i, samples in zip(
             group,
-            _decode(model.decoder, asr[index, :, :span], f0, n, ref_s[index, :STYLE_DIM], frames[index]),
+            _decode(model.decoder, asr[index, :, :span], f0, n, ref_s[index, :STYLE_DIM], frames[index], dtype),
             strict=True,
         ):
             audio[i] = samples

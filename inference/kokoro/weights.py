@@ -111,7 +111,19 @@ def load(files: Files, device: torch.device):
             + (f" (and {len(problems) - 5} more)" if len(problems) > 5 else "")
             + ". The model would run with random weights there."
         )
-    return model.to(device).eval()
+    return fold_weight_norm(model.to(device).eval())
+
+
+def fold_weight_norm(model):
+    """Inference never changes a weight: each weight-normed convolution (89 in the decoder and the
+    F0/N predictor) gets its weight computed once, instead of from its direction and norm at every
+    call (torch's old `weight_norm` hook). The same numbers: the audio is identical."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*weight_norm.* is deprecated")
+        for module in model.modules():
+            if hasattr(module, "weight_g") and hasattr(module, "weight_v"):
+                torch.nn.utils.remove_weight_norm(module)
+    return model
 
 
 def unloaded(model: torch.nn.Module, weights: Path) -> list[str]:

@@ -16,11 +16,13 @@ from collections import defaultdict
 from collections.abc import Sequence
 
 import numpy as np
+from django.conf import settings
 from django.db import close_old_connections
 
 from inference.batch import BatchRow, Word
 from inference.device import device_stats
 from synthesis.service.jobs import fail_job
+from synthesis.worker import memory
 from synthesis.worker import metrics as worker_metrics
 from synthesis.worker.run import JobRun
 
@@ -145,6 +147,7 @@ class Batcher:
                     logger.exception("could not settle a failed job", extra={"job_id": str(run.job.id)})
         self._release(runs)
         worker_metrics.observe_device(device_stats(self.engine.device))
+        memory.check(settings.TTS_WORKER_MAX_MEMORY_MB)
 
     def _next_batch(self) -> tuple[list[BatchRow], dict[str, JobRun]]:
         with self._cond:
