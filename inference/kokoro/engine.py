@@ -20,7 +20,6 @@ import gc
 import hashlib
 import json
 import logging
-import os
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 
@@ -98,10 +97,6 @@ class KokoroEngine:
         precision: str = "auto",
         threads: int | None = None,
     ) -> KokoroEngine:
-        # oneDNN keeps a compiled convolution per input shape, 1024 by default: each new length a
-        # text brings adds ~90 of them, ~85 MB in all once full; 128 hold one forward's and cost no
-        # speed (docs/benchmarks.md). Read when oneDNN first runs: set before any convolution.
-        os.environ.setdefault("ONEDNN_PRIMITIVE_CACHE_CAPACITY", "128")
         import torch  # noqa: PLC0415  (torch/kokoro: worker processes only)
 
         from . import weights  # noqa: PLC0415  (torch/kokoro: worker processes only)
