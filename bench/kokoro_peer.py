@@ -2,7 +2,7 @@
 same checkpoint files and the official `openai` SDK as the client.
 
     .venv/bin/python bench/kokoro_peer.py --peer-start "/opt/kfa/start.sh {port}" [--runs 3]
-        [--clients 4 8] [--threads N] [--batch 8] [--phases single stream clients memory]
+        [--clients 4 8] [--threads N] [--batch 8] [--precision bf16] [--phases single stream clients memory]
 
 The peer is any OpenAI-compatible Kokoro server started by `--peer-start` (a shell command with
 `{port}`; docs/benchmarks.md says how Kokoro-FastAPI was installed for it, outside this repository)
@@ -198,6 +198,9 @@ def main() -> None:
         parser.add_argument("--clients", type=int, nargs="+", default=[4, 8])
         parser.add_argument("--threads", type=int, default=None, help="TTS_TORCH_THREADS of our worker")
         parser.add_argument("--batch", type=int, default=8, help="TTS_MAX_BATCH of our worker")
+        parser.add_argument(
+            "--precision", default=None, help="TTS_PRECISION of our worker (bf16: its decoder's resblocks)"
+        )
         parser.add_argument("--phases", nargs="+", default=["single", "stream", "clients", "memory"])
 
     args = setup(__doc__, runs=3, extra=extra)
@@ -207,6 +210,8 @@ def main() -> None:
     env = {"TTS_MAX_BATCH": str(args.batch)}
     if args.threads is not None:
         env["TTS_TORCH_THREADS"] = str(args.threads)
+    if args.precision:
+        env["TTS_PRECISION"] = args.precision
     with Stack(str(model_dir), engine="kokoro", **env) as stack:
         zero_retention(stack)
         peer = Peer(args.peer_start, stack.tmp / "peer.log")
