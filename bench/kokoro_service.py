@@ -1,6 +1,6 @@
 """Kokoro through the service, against Kokoro's own engine calls measured in the same run.
 
-    .venv/bin/python bench/kokoro_service.py [--size full] [--runs 5] [--clients 4 8] [--jobs 500]
+    .venv/bin/python bench/kokoro_service.py [--size full] [--runs 5] [--clients 4 8] [--jobs 500] [--warmup 200]
         [--phases first concurrency memory]
 
 One Kokoro worker process (TTS_MAX_BATCH = the largest client count) behind the web, on the
@@ -13,8 +13,9 @@ random checkpoint (noise, not speech: the compute is real). Every request has a 
 2. concurrency: N clients released together, aggregate audio seconds per wall second and errors,
    against the engine's own `generate_batch` of the same N requests' segments (target: at least
    0.9 of it);
-3. memory: the worker's resident set after every 50 of `--jobs` requests, 4 clients at a time,
-   and once idle again (target: at most 1 GB, flat).
+3. memory: the worker's and the web's resident sets over `--jobs` requests, 4 clients at a time,
+   each text with a word never seen before, and once idle again (target: growth after `--warmup`
+   requests at most 3 %).
 Asserts nothing.
 """
 
@@ -161,12 +162,25 @@ def concurrency(run: Run, clients: list[int]) -> None:
         )
 
 
-def memory(run: Run, jobs: int) -> None:
+def made_up_name(i: int) -> str:
+    """A word no dictionary holds, different for every `i` (four syllables, the same length)."""
+    consonants, vowels = "bdfgklmnprstvz", "aeiou"
+    syllables = []
+    for _ in range(4):
+        i, k = divmod(i, len(consonants) * len(vowels))
+        syllables.append(consonants[k % len(consonants)] + vowels[k // len(consonants)])
+    return "".join(syllables).capitalize()
+
+
+def memory(run: Run, jobs: int, warmup: int) -> None:
+    """RSS of the worker and the web over `jobs` requests, each text with a word never seen before
+    (what makes spaCy's string store and misaki's caches grow), 4 clients at a time."""
     import httpx
 
-    print(f"3. the worker's resident set (MB) over {jobs} requests, 4 clients at a time")
-    pid = run.stack.worker.popen.pid
-    samples = [(0, rss_mb(pid))]
+    every = max(50, jobs // 40)
+    print(f"3. resident set (MB) over {jobs} requests (a new word each), 4 clients at a time, every {every}")
+    worker, web = run.stack.worker.popen.pid, run.stack.web.popen.pid
+    samples = [(0, rss_mb(worker), rss_mb(web))]
     done = [0]
     lock = threading.Lock()
 
@@ -178,9 +192,12 @@ def memory(run: Run, jobs: int) -> None:
                         return
                     done[0] += 1
                     n, i = done[0], run.fresh()
-                http.post(f"{run.stack.base_url}/v1/audio/speech", json=run.payload(i), headers=run.headers)
-                if n % 50 == 0:
-                    samples.append((n, rss_mb(pid)))
+                payload = run.payload(i) | {"input": f"Hello there, my old friend {made_up_name(i)}."}
+                response = http.post(f"{run.stack.base_url}/v1/audio/speech", json=payload, headers=run.headers)
+                if response.status_code != 200:
+                    print(f"   request {n}: {response.status_code} {response.text[:200]}")
+                if n % every == 0:
+                    samples.append((n, rss_mb(worker), rss_mb(web)))
 
     threads = [threading.Thread(target=loader) for _ in range(4)]
     for t in threads:
@@ -188,20 +205,24 @@ def memory(run: Run, jobs: int) -> None:
     for t in threads:
         t.join()
     samples.sort()
-    print("   " + ", ".join(f"{n}: {mb:.0f}" for n, mb in samples))
-    after_warmup = [mb for n, mb in samples if n >= 50]
-    print(
-        f"   max {max(mb for _, mb in samples):.0f} MB (target <= 1024); from request 50 to {jobs}: "
-        f"{after_warmup[-1] - after_warmup[0]:+.0f} MB"
-    )
+    print("   worker: " + ", ".join(f"{n}: {w:.0f}" for n, w, _ in samples))
+    print("   web:    " + ", ".join(f"{n}: {h:.0f}" for n, _, h in samples))
+    after = [s for s in samples if s[0] >= warmup]
+    for name, k in (("worker", 1), ("web", 2)):
+        start, end = after[0][k], after[-1][k]
+        print(
+            f"   {name}: ready {samples[0][k]:.0f}, max {max(s[k] for s in samples):.0f}; from request "
+            f"{after[0][0]} to {after[-1][0]}: {end - start:+.0f} MB ({(end - start) / start:+.1%}, target <= +3 %)"
+        )
     time.sleep(5)
-    print(f"   idle 5 s after the last request: {rss_mb(pid):.0f} MB (ready: {samples[0][1]:.0f} MB)")
+    print(f"   idle 5 s after the last request: worker {rss_mb(worker):.0f} MB, web {rss_mb(web):.0f} MB")
 
 
 def main() -> None:
     def extra(parser):
         parser.add_argument("--clients", type=int, nargs="+", default=[4, 8])
         parser.add_argument("--jobs", type=int, default=500)
+        parser.add_argument("--warmup", type=int, default=200, help="requests before growth is counted")
         parser.add_argument("--phases", nargs="+", default=["first", "concurrency", "memory"])
 
     args = setup(__doc__, runs=5, extra=extra)
@@ -218,7 +239,7 @@ def main() -> None:
         if "concurrency" in args.phases:
             concurrency(run, args.clients)
         if "memory" in args.phases:
-            memory(run, args.jobs)
+            memory(run, args.jobs, args.warmup)
 
 
 if __name__ == "__main__":

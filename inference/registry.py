@@ -9,9 +9,16 @@ from importlib import import_module
 from .chattts.spec import SPEC as CHATTTS
 from .engine import Engine, EngineOptions
 from .kokoro.spec import SPEC as KOKORO
-from .spec import EngineSpec
+from .spec import SAMPLE_RATE, EngineSpec
 
 SPECS: dict[str, EngineSpec] = {spec.name: spec for spec in (CHATTTS, KOKORO)}
+
+
+def sample_rate(model: str) -> int:
+    """The rate (Hz) of the audio model `model` generates: what its jobs' PCM, cache entries and
+    streams carry (24 kHz for a model this code does not know)."""
+    spec = SPECS.get(model)
+    return spec.sample_rate if spec is not None else SAMPLE_RATE
 
 
 def engine_class(name: str):

@@ -15,6 +15,7 @@ import numpy as np
 
 from .batch import BatchRow, Event, in_order
 from .engine import SynthesisRequest, pause
+from .spec import SAMPLE_RATE
 
 MAX_BATCH = 4  # a request's segments per batch
 
@@ -50,6 +51,7 @@ def synthesize(
     request: SynthesisRequest,
     should_stop: Callable[[], bool] | None = None,
     on_segment: Callable[[int], None] | None = None,
+    sample_rate: int = SAMPLE_RATE,
 ) -> Iterator[np.ndarray]:
     rows = request_rows(request, budget)
     stop = _Stop(should_stop)
@@ -66,7 +68,7 @@ def synthesize(
                 pieces.append(samples)
                 continue
             if start + i:
-                yield pause()
+                yield pause(sample_rate)
             yield np.concatenate(pieces) if pieces else np.zeros(0, dtype=np.float32)
             pieces = []
             if on_segment is not None:
@@ -80,6 +82,7 @@ def stream(
     should_stop: Callable[[], bool] | None = None,
     chunk_tokens: int = 24,
     on_segment: Callable[[int], None] | None = None,
+    sample_rate: int = SAMPLE_RATE,
 ) -> Iterator[np.ndarray]:
     rows = request_rows(request, budget)
     stop = _Stop(should_stop)
@@ -94,7 +97,7 @@ def stream(
             index = start + i
             if index > opened:
                 opened = index
-                yield pause()
+                yield pause(sample_rate)
             if samples is not None:
                 yield samples
             elif on_segment is not None:

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 
 from .text import PreparedText, Segmenting, prepare
 
-SAMPLE_RATE = 24000  # both engines generate float32 mono at 24 kHz
+SAMPLE_RATE = 24000  # OpenAI's rate: what a plain `pcm` is on every engine, and the default engines' rate
 
 
 @dataclass(frozen=True)
@@ -82,6 +82,7 @@ class EngineSpec:
     # How its text is cut into segments (generations): packed sentences for an engine that streams
     # within a segment; a sentence each, the first one cut short, for one that makes each whole.
     segmenting: Segmenting = field(default=Segmenting())
+    sample_rate: int = SAMPLE_RATE  # of the float32 mono audio it generates (Hz): its audio carries it
 
     @property
     def queue_name(self) -> str:

@@ -25,6 +25,7 @@ from accounts.models import ApiKey
 from accounts.tenancy import scoped
 from billing import offer
 from billing.models import UsageEvent
+from inference import registry
 from synthesis.audio import cache
 from synthesis.audio.formats import encode, output_format, wav_header
 from synthesis.models import Job
@@ -216,7 +217,7 @@ def hit_audio(request, event_id: int):
     if pcm is None:
         raise Http404
     return HttpResponse(
-        encode(pcm, "wav"),
+        encode(pcm, "wav", registry.sample_rate(event.model)),
         content_type=output_format("wav").content_type,
         headers={"Content-Disposition": content_disposition_header(False, f"request-{event.pk}.wav")},
     )
@@ -242,7 +243,7 @@ def job_audio(request, job_id):
             fmt = job.response_format if playable else f"wav_{spec.sample_rate}"
             out = output_format(fmt)
             return HttpResponse(
-                encode(pcm, fmt),
+                encode(pcm, fmt, registry.sample_rate(job.model)),
                 content_type=out.content_type,
                 headers={"Content-Disposition": content_disposition_header(False, f"{job.id}.{out.extension}")},
             )

@@ -12,7 +12,6 @@ only for text refinement (`refine_text`), one row at a time.
 
 from __future__ import annotations
 
-import hashlib
 import inspect
 import json
 import logging
@@ -22,12 +21,11 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .. import requests
-from ..batch import Audio, BatchRow, BatchSink, Event
+from ..base import BatchEngine, model_version, pick_device, pick_precision
+from ..batch import BatchRow, Event
 from ..checkpoints import read_manifest
 from ..device import set_threads
 from ..engine import ModelUnavailable, SynthesisRequest
-from ..spec import SAMPLE_RATE
 from ..text import normalize_segment, normalizer_version
 from . import prompts
 from .checkpoint import check_model_dir, set_precision
@@ -46,10 +44,10 @@ PRECISIONS = ("fp32", "bf16", "int8")  # the GPT's: bfloat16, or int8 dynamic qu
 SPEAKERS_KEPT = 256  # decoded speaker embeddings a worker keeps (organizations' voices)
 
 
-class ChatTTSEngine:
+class ChatTTSEngine(BatchEngine):
     spec = SPEC
+    precisions = PRECISIONS
     check_model_dir = staticmethod(check_model_dir)
-    sample_rate = SAMPLE_RATE
 
     def __init__(
         self,
@@ -87,12 +85,9 @@ class ChatTTSEngine:
 
         from .checkpoint import build_config  # noqa: PLC0415  (torch/ChatTTS: worker processes only)
 
-        dev = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
+        dev = pick_device(device)
         set_threads(dev, threads)
-        if precision == "auto":  # fp32: what measured best on a CPU and on an H200 (docs/benchmarks.md)
-            precision = "fp32"
-        if precision not in PRECISIONS:
-            raise ValueError(f"precision must be auto or one of {', '.join(PRECISIONS)}, not {precision!r}")
+        precision = pick_precision(precision, PRECISIONS)
         if precision == "int8" and dev.type != "cpu":
             raise ValueError("int8 (dynamic quantization of the GPT's Linear layers) runs on CPU only")
         chat = ChatTTS.Chat(logging.getLogger("ChatTTS"))
@@ -125,10 +120,8 @@ class ChatTTSEngine:
         set_precision(chat, precision)
         # The generation loop is part of the version: another loop gives other audio for a seed.
         # So is the normalisation of the text, which the worker does (cache keys hash the text as given).
-        digest = hashlib.sha256((fingerprint + GENERATION + normalizer_version()).encode()).hexdigest()[:12]
         # Another precision gives other audio: it is another model version (cache keys include it).
-        suffix = ("" if precision == "fp32" else f"-{precision}") + ("-random" if random_weights else "")
-        version = f"chattts-{digest}{suffix}"
+        version = model_version("chattts", [fingerprint, GENERATION, normalizer_version()], precision, random_weights)
         logger.info("model loaded: %s on %s, %d torch threads", version, dev, torch.get_num_threads())
         return cls(chat, dev, version, random_weights, fixed_length, precision)
 
@@ -219,23 +212,6 @@ class ChatTTSEngine:
 
     # The batch path.
 
-    def generate_batch(
-        self,
-        rows: list[BatchRow],
-        sink: BatchSink,
-        chunk_tokens: int = 24,
-        more: Callable[[int], list[BatchRow]] | None = None,
-    ) -> None:
-        """Run `rows` (any texts, voices, seeds, sampling settings, speeds, budgets) as one batch to
-        its end, reporting each row's audio chunks and its end to `sink` as they happen. `more`
-        (continuous batching): asked between steps with the number of rows generating, it returns
-        rows that join the running batch at once (keys unique among all the batch's rows)."""
-        for event in self.run_rows(rows, sink.stop_requested, chunk_tokens, more):
-            if isinstance(event, Audio):
-                sink.audio(event.key, event.samples)
-            else:
-                sink.done(event.key, event.tokens)
-
     def run_rows(
         self,
         rows: list[BatchRow],
@@ -309,27 +285,6 @@ class ChatTTSEngine:
         """Features (rows, channels, tokens) to audio (rows, samples), as `Chat._decode_to_wavs`."""
         decoder = self.chat.decoder if use_decoder else self.chat.dvae
         return self.chat._vocos_decode(decoder(features.to(self.chat.device)))
-
-    # A single request, on the batch path.
-
-    def synthesize(
-        self,
-        request: SynthesisRequest,
-        should_stop: Callable[[], bool] | None = None,
-        on_segment: Callable[[int], None] | None = None,
-    ) -> Iterator[np.ndarray]:
-        """One piece per segment, in order, with a pause between two (`requests.synthesize`)."""
-        return requests.synthesize(self.run_rows, token_budget, request, should_stop, on_segment)
-
-    def stream(
-        self,
-        request: SynthesisRequest,
-        should_stop: Callable[[], bool] | None = None,
-        chunk_tokens: int = 24,
-        on_segment: Callable[[int], None] | None = None,
-    ) -> Iterator[np.ndarray]:
-        """Audio in order as it is generated, ~`chunk_tokens` tokens at a time (`requests.stream`)."""
-        return requests.stream(self.run_rows, token_budget, request, should_stop, chunk_tokens, on_segment)
 
     def warm_up(self) -> None:
         """The first inference compiles numba code (~1.3 s): pay it at start, not on a request."""

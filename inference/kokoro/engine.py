@@ -17,7 +17,6 @@ from __future__ import annotations
 import ctypes
 import functools
 import gc
-import hashlib
 import json
 import logging
 from collections import OrderedDict
@@ -25,11 +24,10 @@ from collections.abc import Callable, Iterator, Sequence
 
 import numpy as np
 
-from .. import requests
-from ..batch import Audio, BatchRow, BatchSink, Done, Event
+from ..base import BatchEngine, model_version, pick_device, pick_precision
+from ..batch import Audio, BatchRow, Done, Event
 from ..device import set_threads
-from ..engine import SynthesisRequest, fade_edges
-from ..spec import SAMPLE_RATE
+from ..engine import fade_edges
 from ..text import normalizer_version
 from . import g2p
 from .checkpoint import check_model_dir
@@ -55,9 +53,9 @@ def _pieces(text: str, accent: str) -> tuple[Piece, ...]:
     return tuple(pieces(g2p.phonemize(text, accent)))
 
 
-class KokoroEngine:
+class KokoroEngine(BatchEngine):
     spec = SPEC
-    sample_rate = SAMPLE_RATE
+    precisions = PRECISIONS
     check_model_dir = staticmethod(check_model_dir)
 
     def __init__(
@@ -101,11 +99,8 @@ class KokoroEngine:
 
         from . import weights  # noqa: PLC0415  (torch/kokoro: worker processes only)
 
-        if precision == "auto":
-            precision = "fp32"
-        if precision not in PRECISIONS:
-            raise ValueError(f"precision must be auto or one of {', '.join(PRECISIONS)}, not {precision!r}")
-        dev = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
+        precision = pick_precision(precision, PRECISIONS)
+        dev = pick_device(device)
         set_threads(dev, threads, spare_core=False)  # few large convolutions: every core
         files = weights.local_files(model_dir) if model_dir else weights.downloaded_files(hf_cache_dir)
         model = weights.load(files, dev)
@@ -115,10 +110,7 @@ class KokoroEngine:
         # The files, our forward, the G2P (packages and spaCy pipeline) and the spelling-out: each
         # changes the audio of a text, so each is part of the version (and of cache keys).
         parts = [fingerprint, CODE_VERSION, g2p.versions(), normalizer_version()]
-        digest = hashlib.sha256("|".join(parts + ([precision] if precision != "fp32" else [])).encode()).hexdigest()[
-            :12
-        ]
-        version = f"kokoro-{digest}" + ("-random" if files.random_weights else "")
+        version = model_version("kokoro", parts, precision, files.random_weights)
         logger.info(
             "model loaded: %s on %s, %s, %d torch threads, English G2P pipeline %s",
             version,
@@ -169,22 +161,6 @@ class KokoroEngine:
 
     # The batch path.
 
-    def generate_batch(
-        self,
-        rows: list[BatchRow],
-        sink: BatchSink,
-        chunk_tokens: int = 24,
-        more: Callable[[int], list[BatchRow]] | None = None,
-    ) -> None:
-        """Run `rows` (any texts, voices, mixes, speeds) in one padded forward, reporting each row's
-        audio (whole) and its end with word timings to `sink`; then the rows `more(0)` returns,
-        until it returns none. `chunk_tokens` is ignored: Kokoro makes each sentence whole."""
-        for event in self.run_rows(rows, sink.stop_requested, chunk_tokens, more):
-            if isinstance(event, Audio):
-                sink.audio(event.key, event.samples)
-            else:
-                sink.done(event.key, event.tokens, event.words)
-
     def run_rows(
         self,
         rows: list[BatchRow],
@@ -231,7 +207,7 @@ class KokoroEngine:
             for piece, result in zip(row_pieces, results, strict=True):
                 row_words += words(piece, result.durations.tolist(), offset)
                 audio.append(fade_edges(result.audio))
-                offset += len(result.audio) / SAMPLE_RATE
+                offset += len(result.audio) / self.sample_rate
             if not audio:  # nothing the model can read (symbols only)
                 yield Done(row.key, 0, np.zeros(0, dtype=np.int64))
                 continue
@@ -239,33 +215,6 @@ class KokoroEngine:
             durations = np.concatenate([r.durations for r in results]).astype(np.int64)
             yield Audio(row.key, samples)
             yield Done(row.key, len(samples) // SAMPLES_PER_FRAME, durations, tuple(row_words))
-
-    # A single request, on the batch path.
-
-    def _budget(self, params: KokoroParams) -> Callable[[str], int]:
-        return lambda segment: self.row_budget(segment, params)
-
-    def synthesize(
-        self,
-        request: SynthesisRequest,
-        should_stop: Callable[[], bool] | None = None,
-        on_segment: Callable[[int], None] | None = None,
-    ) -> Iterator[np.ndarray]:
-        """One piece per segment, in order, with a pause between two (`requests.synthesize`)."""
-        return requests.synthesize(self.run_rows, self._budget(request.params), request, should_stop, on_segment)
-
-    def stream(
-        self,
-        request: SynthesisRequest,
-        should_stop: Callable[[], bool] | None = None,
-        chunk_tokens: int = 24,
-        on_segment: Callable[[int], None] | None = None,
-    ) -> Iterator[np.ndarray]:
-        """Audio in order as it is made: the first segment alone (its audio after one sentence),
-        then the others in batches (`requests.stream`); each segment comes whole."""
-        return requests.stream(
-            self.run_rows, self._budget(request.params), request, should_stop, chunk_tokens, on_segment
-        )
 
     def warm_up(self) -> None:
         """The G2P's dictionaries (English, espeak-ng, jieba, pypinyin) and a first forward."""

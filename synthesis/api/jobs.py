@@ -16,6 +16,7 @@ from rest_framework.response import Response
 from accounts.tenancy import TenantScopedViewSet, scoped
 from billing.limits import limits_for
 from billing.policy import aauthorize
+from inference import registry
 from synthesis.api.openapi import JobStreamDoc, audio_responses, documented_by
 from synthesis.api.serializers import JobListSerializer, JobRequestSerializer, JobSerializer, WordTimingSerializer
 from synthesis.api.speech import api_errors, audio_response
@@ -48,7 +49,7 @@ async def job_stream(request: HttpRequest, job_id) -> HttpResponse:
     except ValueError as exc:
         raise ApiError(400, str(exc).replace("output_format", "format", 1), "invalid_value", "format") from None
     check_format(limits, fmt, "format")
-    feed = JobAudioFeed(job.id, characters=job.characters, queue_timeout=3600)
+    feed = JobAudioFeed(job.id, characters=job.characters, queue_timeout=3600, rate=registry.sample_rate(job.model))
     await feed.check_not_expired()  # 410 now, while the status line can still say so
     if not await streams.starts_at_beginning(job.id):
         raise feed.truncated()

@@ -69,14 +69,14 @@ def _segment_event(caption: Caption) -> bytes:
     return _sse({"type": "speech.audio.segment", **caption.as_dict()})
 
 
-def _usage(characters: int, samples: int) -> dict:
-    tokens = samples // AUDIO_TOKEN_SAMPLES
+def _usage(characters: int, samples: int, rate: int) -> dict:
+    tokens = samples * SAMPLE_RATE // rate // AUDIO_TOKEN_SAMPLES  # 512-sample units at 24 kHz
     return {
         "input_tokens": characters,
         "output_tokens": tokens,
         "total_tokens": characters + tokens,
         "characters": characters,
-        "audio_seconds": round(samples / SAMPLE_RATE, 3),
+        "audio_seconds": round(samples / rate, 3),
     }
 
 
@@ -88,7 +88,7 @@ async def audio_body(feed: JobAudioFeed, fmt: str, sse: bool, owner: bool):
     """The response body of a job's audio: encoded chunks as they come (or SSE events). If the
     `owner` of a live request goes away, the job is asked to stop, so no GPU time is spent on
     audio nobody hears; a mere follower (GET /v1/jobs/{id}/stream) leaving changes nothing."""
-    encoder = audio.StreamEncoder(fmt)
+    encoder = audio.StreamEncoder(fmt, feed.rate)
     abandoned = True  # until the audio is all out
 
     def out(data: bytes) -> bytes:
@@ -108,7 +108,7 @@ async def audio_body(feed: JobAudioFeed, fmt: str, sse: bool, owner: bool):
             yield out(data)
         abandoned = False
         if sse:
-            yield _sse({"type": "speech.audio.done", "usage": _usage(feed.characters, feed.samples)})
+            yield _sse({"type": "speech.audio.done", "usage": _usage(feed.characters, feed.samples, feed.rate)})
     except ApiError as exc:  # the status line has gone: say why in SSE and the log
         logger.warning("stream ended by a job error: %s", exc.message, extra={"job_id": feed.job_id})
         # A job whose worker was lost runs again for a retry with its Idempotency-Key: keep it.
@@ -148,19 +148,19 @@ async def speech(request: HttpRequest) -> HttpResponse:
     result = await speak(principal, limits, data, request.request_id, idempotency_key=key)
     if isinstance(result, CachedSpeech):
         if fmt in ("pcm", "wav"):  # no codec work: stay on the event loop
-            body = audio.encode(result.pcm16, fmt)
+            body = audio.encode(result.pcm16, fmt, result.rate)
         else:
-            body = await in_thread(audio.encode)(result.pcm16, fmt)
+            body = await in_thread(audio.encode)(result.pcm16, fmt, result.rate)
         if sse:
             events = _sse({"type": "speech.audio.delta", "audio": base64.b64encode(body).decode()})
             events += b"".join(_segment_event(c) for c in result.captions)
-            usage = _usage(result.characters, len(result.pcm16) // 2)
+            usage = _usage(result.characters, len(result.pcm16) // 2, result.rate)
             response = HttpResponse(
                 events + _sse({"type": "speech.audio.done", "usage": usage}), content_type="text/event-stream"
             )
         else:
             response = HttpResponse(body, content_type=audio.output_format(fmt).content_type)
-        response["x-audio-duration"] = f"{len(result.pcm16) / 2 / SAMPLE_RATE:.3f}"
+        response["x-audio-duration"] = f"{len(result.pcm16) / 2 / result.rate:.3f}"
         response["x-cache"] = "hit"
     else:
         shared = getattr(result, "shared", False)
@@ -213,9 +213,8 @@ async def voice_preview(request: HttpRequest, voice_id: str) -> HttpResponse:
     fmt = request.GET.get("format", "mp3")
     result = await preview(principal, limits, voice_id, fmt, request.request_id, request.GET.get("model", ""))
     if isinstance(result, CachedSpeech):
-        response = HttpResponse(
-            await in_thread(audio.encode)(result.pcm16, fmt), content_type=audio.output_format(fmt).content_type
-        )
+        body = await in_thread(audio.encode)(result.pcm16, fmt, result.rate)
+        response = HttpResponse(body, content_type=audio.output_format(fmt).content_type)
         response["x-cache"] = "hit"
         return response
     await result.first_audio()

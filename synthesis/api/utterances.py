@@ -17,8 +17,8 @@ from accounts.auth import require
 from accounts.tenancy import scoped
 from billing.limits import limits_for
 from billing.policy import meter
+from inference import registry
 from inference.engine import pause, to_pcm16
-from inference.spec import SAMPLE_RATE
 from synthesis.api import protocol
 from synthesis.api.textstream import TextStream
 from synthesis.audio import formats as audio
@@ -66,7 +66,7 @@ class Utterances:
             protocol.end(
                 message.id,
                 characters=job.characters,
-                audio_seconds=round(feed.samples / SAMPLE_RATE, 3),
+                audio_seconds=round(feed.samples / feed.rate, 3),
                 segments=[c.as_dict() for c in feed.captions],
             )
         )
@@ -74,7 +74,7 @@ class Utterances:
     async def _pipe(self, feed: JobAudioFeed, fmt: str, encoder: audio.StreamEncoder | None = None) -> None:
         """The feed's audio, encoded, to the client; `encoder` given: it goes on (not finished)."""
         own = encoder is None
-        encoder = encoder or audio.StreamEncoder(fmt)
+        encoder = encoder or audio.StreamEncoder(fmt, feed.rate)
         async for pcm in feed.chunks():
             if self.current and self.current.get("cancelled"):  # a follower stops reading; the job goes on
                 break
@@ -119,8 +119,9 @@ class Utterances:
         request_id = new_request_id()
         limits, _ = await in_thread(meter)(self.principal)
         self._emit(protocol.start(utterance, fmt, cached=False, request_id=request_id))
-        encoder = audio.StreamEncoder(fmt)
-        spoken = {"samples": 0, "characters": 0, "segments": []}
+        rate = registry.sample_rate(speech["model"])  # every piece is of the stream's one model
+        encoder = audio.StreamEncoder(fmt, rate)
+        spoken = {"samples": 0, "characters": 0, "segments": [], "rate": rate}
         error: ApiError | None = None
         try:
             while not current.get("cancelled"):
@@ -148,7 +149,7 @@ class Utterances:
             protocol.end(
                 utterance,
                 characters=spoken["characters"],
-                audio_seconds=round(spoken["samples"] / SAMPLE_RATE, 3),
+                audio_seconds=round(spoken["samples"] / rate, 3),
                 seed=speech["seed"],
                 segments=spoken["segments"],
                 **fields,
@@ -177,8 +178,9 @@ class Utterances:
                 await abandon(result.job_id)
             return
         if spoken["samples"]:
-            await self._send_pcm(to_pcm16(pause()), encoder)
-            spoken["samples"] += len(pause())
+            gap = pause(spoken["rate"])
+            await self._send_pcm(to_pcm16(gap), encoder)
+            spoken["samples"] += len(gap)
         if isinstance(result, CachedSpeech):
             await self._send_pcm(result.pcm16, encoder)
             samples, captions = len(result.pcm16) // 2, result.captions
@@ -192,7 +194,7 @@ class Utterances:
             if current.get("cancelled"):  # cut short: its job bills the segments it finished
                 return
             samples, captions = result.samples, result.captions
-        offset = spoken["samples"] / SAMPLE_RATE
+        offset = spoken["samples"] / spoken["rate"]
         spoken["segments"] += [c.shifted(offset).as_dict() for c in captions]
         spoken["samples"] += samples
         spoken["characters"] += result.characters
@@ -205,7 +207,7 @@ class Utterances:
         result = await speak(self.principal, limits, data, request_id)
         if isinstance(result, CachedSpeech):
             self._emit(protocol.start(utterance, fmt, cached=True, request_id=request_id))
-            body = await in_thread(audio.encode)(result.pcm16, fmt)
+            body = await in_thread(audio.encode)(result.pcm16, fmt, result.rate)
             for start in range(0, len(body), FRAME_BYTES):
                 await self._room_for(FRAME_BYTES)  # a large hit goes out as fast as the client reads
                 self._emit(body[start : start + FRAME_BYTES])
@@ -223,7 +225,7 @@ class Utterances:
             protocol.end(
                 utterance,
                 characters=result.characters,
-                audio_seconds=round(samples / SAMPLE_RATE, 3),
+                audio_seconds=round(samples / result.rate, 3),
                 seed=result.seed,
                 segments=[c.as_dict() for c in segments],
             )

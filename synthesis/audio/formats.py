@@ -1,8 +1,11 @@
-"""Audio encoding of the synthesized speech (24 kHz mono 16-bit little-endian PCM), with PyAV's
-bundled FFmpeg; no system libraries needed. `encode` makes a whole file; `StreamEncoder` turns PCM
-chunks into bytes that can be sent as they come. `output_format` maps a name to its `Format`.
+"""Audio encoding of the synthesized speech (mono 16-bit little-endian PCM at the engine's rate,
+24 kHz unless its spec says otherwise), with PyAV's bundled FFmpeg; no system libraries needed.
+`encode` makes a whole file; `StreamEncoder` turns PCM chunks into bytes that can be sent as they
+come. `output_format` maps a name to its `Format`.
 
-The plain names (OpenAI's `response_format` values, `FORMATS`), all at 24 kHz:
+The plain names (OpenAI's `response_format` values, `FORMATS`), all at 24 kHz on every engine
+(OpenAI's contract: clients assume it of `pcm`; an engine that makes 48 kHz is heard at its own rate
+with `pcm_48000`, `wav_48000` or a request's `sample_rate`):
   mp3   MPEG audio, 64 kbps
   opus  Opus in Ogg, 48 kbps
   aac   AAC in ADTS, 64 kbps
@@ -17,10 +20,11 @@ The extended names (`OUTPUT_FORMATS`):
   mp3_<rate>_<kbps>      MPEG audio at rate 22050, 24000 or 44100 Hz and 32, 48, 64, 96, 128, 160
                          or 192 kbps; 22050 and 24000 Hz are MPEG-2, which stops at 160 kbps
 
-Rates other than 24 kHz go through one libswresample resampler per stream (`av.AudioResampler`),
-kept across chunks and flushed at the end: the output has n * rate / 24000 samples (to one) for n
-input samples, aligned with the input (the resampler's delay is compensated). The 24 kHz names
-give exactly the bytes of the plain ones.
+An output rate other than the input's goes through one libswresample resampler per stream
+(`av.AudioResampler`), kept across chunks and flushed at the end: the output has n * rate / input
+rate samples (to one) for n input samples, aligned with the input (the resampler's delay is
+compensated). The 24 kHz names give exactly the bytes of the plain ones; at the input's own rate,
+pcm and wav are the input's bytes.
 
 Streaming: the bytes of `feed`s and `finish` concatenate to `encode(whole input)`, however the
 input is split: for the raw formats (pcm, wav, ulaw, alaw) because libswresample's output depends
@@ -37,7 +41,7 @@ from dataclasses import dataclass
 import av
 import numpy as np
 
-SAMPLE_RATE = 24000  # of the input, always
+SAMPLE_RATE = 24000  # the plain names' rate, and the input's unless said (the engines' default)
 
 CONTENT_TYPES = {
     "mp3": "audio/mpeg",
@@ -148,14 +152,14 @@ def wav_header(num_samples: int | None, sample_rate: int = SAMPLE_RATE) -> bytes
     )
 
 
-def encode(pcm16: bytes, fmt: str) -> bytes:
-    """Encode 24 kHz mono 16-bit little-endian PCM into a whole `fmt` file."""
+def encode(pcm16: bytes, fmt: str, rate: int = SAMPLE_RATE) -> bytes:
+    """Encode mono 16-bit little-endian PCM at `rate` Hz into a whole `fmt` file."""
     spec = output_format(fmt)
-    if spec.codec in ("pcm", "wav") and spec.sample_rate == SAMPLE_RATE:
+    if spec.codec in ("pcm", "wav") and spec.sample_rate == rate:
         body = pcm16
     else:
         # A whole WAV is its PCM after a header with the sizes.
-        encoder = StreamEncoder(f"pcm_{spec.sample_rate}" if spec.codec == "wav" else fmt)
+        encoder = StreamEncoder(f"pcm_{spec.sample_rate}" if spec.codec == "wav" else fmt, rate)
         body = encoder.feed(pcm16) + encoder.finish()
     return wav_header(len(body) // 2, spec.sample_rate) + body if spec.codec == "wav" else body
 
@@ -177,12 +181,13 @@ class _Sink:
 
 
 class StreamEncoder:
-    """Encodes 24 kHz PCM chunks as they arrive; `feed` returns the bytes ready to send (maybe
+    """Encodes PCM chunks at `rate` Hz (the engine's) as they arrive; `feed` returns the bytes ready to send (maybe
     none: the resampler holds back a few milliseconds, encoders a frame or so) and `finish` the
     rest. WAV gets a header whose sizes say "unknown", as streamed WAV does."""
 
-    def __init__(self, fmt: str):
+    def __init__(self, fmt: str, rate: int = SAMPLE_RATE):
         self.fmt = fmt
+        self.input_rate = rate
         self.format = output_format(fmt)
         self._header_sent = self.format.codec != "wav"
         self._odd = b""  # a chunk's trailing half sample, completed by the next chunk
@@ -203,7 +208,7 @@ class StreamEncoder:
             # PyAV cuts the frames to the encoder's frame size itself.
             self._resampler = av.AudioResampler(format=self._stream.codec_context.format.name, layout="mono", rate=rate)
             return
-        if rate != SAMPLE_RATE:
+        if rate != self.input_rate:
             self._resampler = av.AudioResampler(format="s16", layout="mono", rate=rate)
         if self.format.codec in _G711_CODECS:
             g711 = av.CodecContext.create(_G711_CODECS[self.format.codec], "w")
@@ -222,7 +227,7 @@ class StreamEncoder:
             return None
         samples = np.frombuffer(data[:usable], dtype="<i2").reshape(1, -1)
         frame = av.AudioFrame.from_ndarray(samples, format="s16", layout="mono")
-        frame.sample_rate = SAMPLE_RATE
+        frame.sample_rate = self.input_rate
         frame.pts = self._pts
         self._pts += frame.samples
         return frame
@@ -243,7 +248,7 @@ class StreamEncoder:
             head = wav_header(None, self.format.sample_rate)
             self._header_sent = True
         if self.format.codec in ("pcm", "wav") and self._resampler is None:
-            return head + pcm16  # 24 kHz: the input as it is
+            return head + pcm16  # at the input's rate: the input as it is
         frame = self._frame(pcm16)
         if frame is None:
             return head

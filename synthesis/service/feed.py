@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator
 
 from django.conf import settings
 
+from inference import registry
 from inference.text import joiner
 from synthesis.audio import streams
 from synthesis.audio.captions import Caption
@@ -44,9 +45,11 @@ class JobAudioFeed:
         caption_texts: tuple[str, ...] = (),
         engine: str = "",
         forget: bool = False,
+        rate: int | None = None,
     ):
         self.job_id = str(job_id)
         self.engine = engine  # whose workers' progress tells a busy queue from a dead one
+        self.rate = rate or registry.sample_rate(engine)  # of the PCM it yields (the model's)
         self.seed = seed
         self.characters = characters
         # Give up on a job that has not started when no worker made progress for `queue_timeout`

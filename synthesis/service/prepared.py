@@ -14,7 +14,7 @@ from django.conf import settings
 from accounts.models import Organization
 from billing import offer as engines
 from billing.limits import Limits
-from inference.spec import EngineSpec
+from inference.spec import SAMPLE_RATE, EngineSpec
 from inference.text import MAX_SEGMENT_SECONDS, PreparedText, TextError, estimate_seconds
 from synthesis.audio import cache
 from synthesis.audio.captions import Caption
@@ -59,6 +59,7 @@ class CachedSpeech:
     seed: int
     captions: list[Caption] = field(default_factory=list)
     characters: int = 0  # billed
+    rate: int = SAMPLE_RATE  # of `pcm16` (the model's)
 
 
 def check_format(limits: Limits, fmt: str, param: str) -> None:

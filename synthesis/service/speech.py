@@ -18,7 +18,6 @@ from accounts.auth import Principal
 from billing import concurrency, ledger, quota
 from billing.limits import Limits
 from billing.models import UsageEvent
-from inference.spec import SAMPLE_RATE
 from synthesis.audio import cache
 from synthesis.audio.captions import Caption
 from synthesis.models import Job
@@ -54,7 +53,7 @@ def record_cache_hit(
             key=principal.api_key,
             member_id=principal.member_id,
             request_id=request_id,
-            audio_seconds=len(entry.pcm16) / 2 / SAMPLE_RATE,
+            audio_seconds=len(entry.pcm16) / 2 / speech.spec.sample_rate,
             model=speech.spec.name,
             voice=speech.data["voice"],
             latency_ms=int((time.monotonic() - started) * 1000),
@@ -159,7 +158,7 @@ async def speak(
         captions = [
             c.shown_as(shown[i]) if len(entry.captions) == len(shown) else c for i, c in enumerate(entry.captions)
         ]
-        return CachedSpeech(entry.pcm16, speech.seed, captions, speech.characters)
+        return CachedSpeech(entry.pcm16, speech.seed, captions, speech.characters, speech.spec.sample_rate)
 
     if not idempotency_key and (cached := await from_cache()) is not None:
         return cached
@@ -216,7 +215,7 @@ class SharedFeed(JobAudioFeed):
         try:
             async for item in super().events():
                 yield item
-            await in_thread(self._bill)(self.samples / SAMPLE_RATE)
+            await in_thread(self._bill)(self.samples / self.rate)
             billed = True
         finally:
             await inflight.unfollow(self.job_id)

@@ -22,7 +22,6 @@ from billing import concurrency
 from inference.batch import BatchRow
 from inference.batch import Word as RowWord
 from inference.engine import Engine, pause, to_pcm16
-from inference.spec import SAMPLE_RATE
 from synthesis.audio import cache, streams
 from synthesis.audio.captions import Caption, Word
 from synthesis.audio.formats import StreamEncoder, output_format, wav_header
@@ -47,6 +46,7 @@ class JobRun:
     def __init__(self, job: Job, engine: Engine, priority: int = 0):
         self.job = job
         self.engine = engine
+        self.rate = engine.spec.sample_rate  # of every sample this job publishes and stores
         self.model_version = engine.model_version
         self.priority = priority
         self.params = engine.spec.params(**job.params)
@@ -154,7 +154,7 @@ class JobRun:
         if segment not in self._opened:
             self._opened.add(segment)
             if segment and segment not in self.continued:  # a short pause between sentences (not within one)
-                self._publish_pcm(to_pcm16(pause()))
+                self._publish_pcm(to_pcm16(pause(self.rate)))
             self.starts[segment] = self.position
         self._publish_pcm(to_pcm16(samples))
 
@@ -166,11 +166,11 @@ class JobRun:
         text, end = shown[segment], self.position
         words = None
         if self.engine.spec.features.word_timings:  # on the audio as sent: from the segment's first sample
-            offset = start / SAMPLE_RATE
+            offset = start / self.rate
             words = tuple(
                 Word(w.text, round(offset + w.start, 3), round(offset + w.end, 3)) for w in self.words.pop(segment, ())
             )
-        caption = Caption(text, round(start / SAMPLE_RATE, 3), round(end / SAMPLE_RATE, 3), words)
+        caption = Caption(text, round(start / self.rate, 3), round(end / self.rate, 3), words)
         if segment in self.continued and self.open_caption is not None:  # the rest of a sentence
             caption = self.open_caption.joined(caption)
         else:
@@ -190,7 +190,7 @@ class JobRun:
         if not self.chunks:
             worker_metrics.FIRST_AUDIO.observe((timezone.now() - self.job.created_at).total_seconds())
         streams.publish(self.job.id, "audio", seq=self.chunks, pcm=pcm, keep=self.keep)
-        worker_metrics.AUDIO_SECONDS.labels(self.job.model).inc(len(pcm) / 2 / SAMPLE_RATE)
+        worker_metrics.AUDIO_SECONDS.labels(self.job.model).inc(len(pcm) / 2 / self.rate)
         self.pcm.write(pcm)
         self.chunks += 1
         self.position += len(pcm) // 2
@@ -215,7 +215,8 @@ class JobRun:
         job = self.job
         spec = output_format(job.response_format)
         with tempfile.TemporaryFile() as body, tempfile.TemporaryFile() as whole:
-            encoder = StreamEncoder(f"pcm_{spec.sample_rate}" if spec.codec == "wav" else job.response_format)
+            raw = f"pcm_{spec.sample_rate}" if spec.codec == "wav" else job.response_format  # WAV: its header after
+            encoder = StreamEncoder(raw, self.rate)
             self.pcm.seek(0)
             while block := self.pcm.read(BLOCK_BYTES):
                 body.write(encoder.feed(block))
@@ -251,7 +252,7 @@ class JobRun:
 
     def _settle(self) -> None:
         job = self.job
-        audio_seconds = self.position / SAMPLE_RATE
+        audio_seconds = self.position / self.rate
         if self.cancelled:
             fail_job(
                 job,

@@ -30,8 +30,8 @@ DEMUXERS = {"opus": "ogg"}  # the others are named as their codec
 CHUNKS = (1000, 2517, 333, 1, 4800, 77)  # samples, cycled
 
 
-def sine(seconds: float = 1.0, hz: float = 440.0, amplitude: float = 0.5) -> bytes:
-    t = np.arange(round(seconds * SAMPLE_RATE)) / SAMPLE_RATE
+def sine(seconds: float = 1.0, hz: float = 440.0, amplitude: float = 0.5, rate: int = SAMPLE_RATE) -> bytes:
+    t = np.arange(round(seconds * rate)) / rate
     return np.round(amplitude * 32767 * np.sin(2 * np.pi * hz * t)).astype("<i2").tobytes()
 
 
@@ -56,8 +56,8 @@ def decode(data: bytes, name: str) -> tuple[np.ndarray, int]:
     return samples.astype(np.float64) / scale, rate
 
 
-def streamed(pcm16: bytes, name: str, chunks=CHUNKS) -> bytes:
-    encoder = StreamEncoder(name)
+def streamed(pcm16: bytes, name: str, chunks=CHUNKS, rate: int = SAMPLE_RATE) -> bytes:
+    encoder = StreamEncoder(name, rate)
     out, pos, i = [], 0, 0
     while pos < len(pcm16):
         size = 2 * chunks[i % len(chunks)]
@@ -222,3 +222,37 @@ def test_24k_names_give_the_plain_bytes(extended, plain):
     assert encode(SINE, extended) == encode(SINE, plain)
     assert streamed(SINE, extended) == streamed(SINE, plain)
     assert output_format(extended).content_type == output_format(plain).content_type
+
+
+# --- an engine that makes another rate (VoxCPM2: 48 kHz) ---
+
+SINE_48K = sine(rate=48000)
+
+
+def test_plain_pcm_is_24k_whatever_the_engine_makes():
+    """OpenAI's contract: `pcm` is 24 kHz 16-bit mono, so 48 kHz audio is resampled for it, its
+    pitch and length kept; at the engine's own rate the bytes are the engine's."""
+    out = encode(SINE_48K, "pcm", 48000)
+    samples, rate = decode(out, "pcm")
+    assert rate == 24000 and abs(len(samples) - 24000) <= 1
+    spectrum = np.abs(np.fft.rfft(samples * np.hanning(len(samples))))
+    assert abs(np.argmax(spectrum) * rate / len(samples) - 440) <= 1
+    assert encode(SINE_48K, "pcm_48000", 48000) == SINE_48K
+    assert streamed(SINE_48K, "pcm", rate=48000) == out
+
+
+@pytest.mark.parametrize("name", ["wav", "wav_48000", "mp3", "opus", "flac", "ulaw_8000", "mp3_44100_128"])
+def test_48k_input_decodes_as_the_same_audio_at_24k_does(name):
+    """The same second of sine, made at 48 kHz or at 24 kHz, decodes at the same rate and length
+    (mp3 and opus pad as they always do) and pitch."""
+    samples, rate = decode(encode(SINE_48K, name, 48000), name)
+    at_24k, rate_24k = decode(encode(SINE, name), name)
+    assert rate == rate_24k and abs(len(samples) - len(at_24k)) <= 2
+    spectrum = np.abs(np.fft.rfft(samples * np.hanning(len(samples))))
+    assert abs(np.argmax(spectrum) * rate / len(samples) - 440) <= 2
+
+
+def test_a_wav_at_the_engines_rate_says_its_rate_in_the_header():
+    data = encode(SINE_48K, "wav_48000", 48000)
+    assert struct.unpack("<I", data[24:28])[0] == 48000 and data[44:] == SINE_48K
+    assert struct.unpack("<I", encode(SINE_48K, "wav", 48000)[24:28])[0] == 24000
