@@ -98,7 +98,8 @@ def pick_precision(precision: str, precisions: tuple[str, ...]) -> str:
     if precision == "auto":
         return "fp32"
     if precision not in precisions:
-        raise ValueError(f"precision must be auto or one of {', '.join(precisions)}, not {precision!r}")
+        others = f" or one of {', '.join(precisions)}" if precisions else ""
+        raise ValueError(f"precision must be auto{others}, not {precision!r}")
     return precision
 
 

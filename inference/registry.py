@@ -10,8 +10,9 @@ from .chattts.spec import SPEC as CHATTTS
 from .engine import Engine, EngineOptions
 from .kokoro.spec import SPEC as KOKORO
 from .spec import SAMPLE_RATE, EngineSpec
+from .voxcpm.spec import SPEC as VOXCPM
 
-SPECS: dict[str, EngineSpec] = {spec.name: spec for spec in (CHATTTS, KOKORO)}
+SPECS: dict[str, EngineSpec] = {spec.name: spec for spec in (CHATTTS, KOKORO, VOXCPM)}
 
 
 def sample_rate(model: str) -> int:

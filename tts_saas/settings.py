@@ -269,8 +269,8 @@ STRIPE_METER_BATCH = envint("STRIPE_METER_BATCH", 100)  # ledger rows sent per r
 STRIPE_WEBHOOK_TOLERANCE = envint("STRIPE_WEBHOOK_TOLERANCE", 300)  # seconds a signed event stays valid
 
 # Synthesis service.
-# The engines this deployment serves (inference/registry.py: chattts, kokoro), one worker queue each
-# (tts-<engine>); an operator who sells speech may serve only kokoro (ChatTTS's weights are CC BY-NC).
+# The engines this deployment serves (inference/registry.py: chattts, kokoro, voxcpm), one worker queue
+# each (tts-<engine>); an operator who sells speech serves kokoro and voxcpm (ChatTTS's weights are CC BY-NC).
 TTS_ENGINES = [e.strip() for e in envstr("TTS_ENGINES", "chattts,kokoro").split(",") if e.strip()]
 # The engine OpenAI's model names (tts-1, tts-1-hd, gpt-4o-mini-tts) and requests without `model` use.
 TTS_DEFAULT_MODEL = envstr("TTS_DEFAULT_MODEL", TTS_ENGINES[0] if TTS_ENGINES else "")
@@ -280,6 +280,7 @@ TTS_MODEL_DIR = envstr("TTS_MODEL_DIR")
 TTS_MODEL_DIRS = {
     "chattts": envstr("TTS_CHATTTS_MODEL_DIR", TTS_MODEL_DIR),
     "kokoro": envstr("TTS_KOKORO_MODEL_DIR"),
+    "voxcpm": envstr("TTS_VOXCPM_MODEL_DIR"),
 }
 TTS_HF_CACHE_DIR = envstr("TTS_HF_CACHE_DIR")  # where those downloads are kept (HF default if empty)
 TTS_DEVICE = envstr("TTS_DEVICE")  # empty: cuda when present, else cpu

@@ -101,6 +101,21 @@ class SpeechRequestSerializer(serializers.Serializer):
             )
         ],
     )
+    # VoxCPM2's options (named as its package names them).
+    cfg_value = serializers.FloatField(
+        required=False,
+        default=2.0,
+        min_value=0.5,
+        max_value=10.0,
+        help_text="VoxCPM2 only: classifier-free guidance (higher follows the text and design more closely).",
+    )
+    inference_timesteps = serializers.IntegerField(
+        required=False,
+        default=10,
+        min_value=1,
+        max_value=50,
+        help_text="VoxCPM2 only: flow-matching solver steps per 160 ms of audio (more: finer, slower).",
+    )
     lexicons = serializers.ListField(
         child=serializers.CharField(max_length=40),
         required=False,

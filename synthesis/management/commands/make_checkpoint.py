@@ -1,4 +1,4 @@
-"""`manage.py make_checkpoint [--engine chattts|kokoro] --size tiny|full --out DIR`: a random
+"""`manage.py make_checkpoint [--engine chattts|kokoro|voxcpm] --size tiny|full --out DIR`: a random
 checkpoint of an engine, in its official file layout (noise, not speech)."""
 
 from __future__ import annotations

@@ -1,0 +1,191 @@
+"""VoxCPM2's files: randomly initialised checkpoints in the official layout (tests and benchmarks),
+and the cheap check that a model directory holds that layout.
+
+The official download (huggingface.co/openbmb/VoxCPM2) is `config.json` (`"architecture":
+"voxcpm2"`, the language model's, encoder's, diffusion decoder's and AudioVAE's configs),
+`model.safetensors` (every tensor but the AudioVAE's), `audiovae.pth` (the AudioVAE's state dict,
+without its `audio_vae.` prefix) and a `LlamaTokenizerFast` (`tokenizer.json`,
+`tokenizer_config.json`). Tests cannot reach it, so `make_checkpoint` instantiates the package's own
+`VoxCPM2Model` and `AudioVAEV2` from a small config with random weights and writes them where
+`VoxCPM2Model.from_local` reads them, with a byte-level tokenizer of its own, plus
+`checkpoint.json` (size, seed, each file's SHA-256). Three things a working checkpoint needs: the
+tokenizer has ids 101-104 (the audio and reference-audio markers the model inserts); the
+AudioVAE's `decoder_dim` is at least 2^len(decoder_rates); the rope factor lists have
+`kv_channels / 2` entries. Random weights make noise, not speech.
+
+`tiny` (hidden 64, 2 layers: ~3 MB, loads in well under a second) keeps every part the model runs
+and the official audio shapes: 16 kHz in, 48 kHz out, 4 latent frames a patch (160 ms of audio a
+language-model step).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+from pathlib import Path
+
+from ..checkpoints import sha256_file, write_manifest
+
+CONFIG = "config.json"
+WEIGHTS = "model.safetensors"
+VAE = "audiovae.pth"
+TOKENIZER = ("tokenizer.json", "tokenizer_config.json")
+FILES = (CONFIG, WEIGHTS, VAE) + TOKENIZER
+ENV = "TTS_VOXCPM_MODEL_DIR"
+AUDIO_MARKERS = (101, 102, 103, 104)  # audio start/end, reference audio start/end (VoxCPM2Model)
+
+
+def _lm(hidden: int, layers: int, heads: int, kv_heads: int, vocab: int) -> dict:
+    head = hidden // heads
+    return {
+        "bos_token_id": 1,
+        "eos_token_id": 2,
+        "hidden_size": hidden,
+        "intermediate_size": hidden * 2,
+        "max_position_embeddings": 4096,
+        "num_attention_heads": heads,
+        "num_hidden_layers": layers,
+        "num_key_value_heads": kv_heads,
+        "rms_norm_eps": 1e-5,
+        "rope_scaling": {
+            "type": "longrope",
+            "long_factor": [1.0] * (head // 2),
+            "short_factor": [1.0] * (head // 2),
+            "original_max_position_embeddings": 4096,
+        },
+        "vocab_size": vocab,
+        "use_mup": False,
+        "scale_emb": 1.0,
+        "dim_model_base": hidden,
+        "scale_depth": 1.0,
+        "rope_theta": 10000.0,
+        "kv_channels": head,
+    }
+
+
+def _part(hidden: int, layers: int, heads: int) -> dict:
+    return {
+        "hidden_dim": hidden,
+        "ffn_dim": hidden * 2,
+        "num_heads": heads,
+        "num_layers": layers,
+        "kv_channels": hidden // heads,
+    }
+
+
+def config_for(size: str, vocab: int) -> dict:
+    if size != "tiny":
+        raise ValueError(f"unknown checkpoint size {size!r}; choose tiny")
+    return {
+        "architecture": "voxcpm2",
+        "lm_config": _lm(64, 2, 4, 2, vocab),
+        "patch_size": 4,
+        "feat_dim": 64,
+        "residual_lm_num_layers": 1,
+        "residual_lm_no_rope": False,
+        "scalar_quantization_latent_dim": 32,
+        "scalar_quantization_scale": 9,
+        "encoder_config": _part(64, 1, 4),
+        "dit_config": {**_part(64, 1, 4), "dit_mean_mode": False, "cfm_config": {}},
+        "audio_vae_config": {
+            "encoder_dim": 16,
+            "encoder_rates": [2, 5, 8, 8],
+            "latent_dim": 64,
+            "decoder_dim": 128,
+            "decoder_rates": [8, 6, 5, 2, 2, 2],
+            "depthwise": True,
+            "sample_rate": 16000,
+            "out_sample_rate": 48000,
+            "use_noise_block": False,
+            "sr_bin_boundaries": [20000, 30000, 40000],
+            "cond_type": "scale_bias",
+            "cond_dim": 16,
+            "cond_out_layer": False,
+        },
+        "max_length": 4096,
+        "device": "cpu",
+        "dtype": "float32",
+    }
+
+
+def _tokenizer():
+    """A Llama-style tokenizer (SentencePiece BPE with byte fallback, as the official one) of the
+    ASCII characters and every byte, no merges: any text tokenizes (a Chinese character as its
+    three UTF-8 bytes), and ids 101-104 exist (byte tokens here; the model only needs the ids)."""
+    import string  # noqa: PLC0415
+
+    from transformers import LlamaTokenizerFast  # noqa: PLC0415  (tools only)
+
+    pieces = ["<unk>", "<s>", "</s>"] + [f"<0x{b:02X}>" for b in range(256)] + ["\u2581"]
+    pieces += list(string.ascii_letters + string.digits + string.punctuation)
+    vocab = {piece: i for i, piece in enumerate(pieces)}
+    return LlamaTokenizerFast(
+        vocab=vocab, merges=[], bos_token="<s>", eos_token="</s>", unk_token="<unk>", add_bos_token=False
+    )
+
+
+def make_checkpoint(size: str, out: str | Path, seed: int = 0) -> Path:
+    """Write a random VoxCPM2 checkpoint of `size` ("tiny") under `out`; returns `out`. Random
+    weights: the audio is noise, not speech."""
+    import torch  # noqa: PLC0415  (torch/voxcpm: worker processes and tools only)
+    from safetensors.torch import save_file  # noqa: PLC0415  (as above)
+    from voxcpm.model.voxcpm2 import VoxCPM2Model, VoxCPMConfig  # noqa: PLC0415  (as above)
+    from voxcpm.modules.audiovae import AudioVAEConfigV2, AudioVAEV2  # noqa: PLC0415  (as above)
+
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    tokenizer = _tokenizer()
+    config = config_for(size, len(tokenizer))
+    torch.manual_seed(seed)
+    vae = AudioVAEV2(AudioVAEConfigV2(**config["audio_vae_config"]))
+    model = VoxCPM2Model(VoxCPMConfig(**copy.deepcopy(config)), tokenizer, vae, device="cpu")
+    state = {k: v.detach().clone().contiguous() for k, v in model.state_dict().items()}
+    vae_state = {k[len("audio_vae.") :]: v for k, v in state.items() if k.startswith("audio_vae.")}
+    save_file({k: v for k, v in state.items() if not k.startswith("audio_vae.")}, str(out / WEIGHTS))
+    torch.save(vae_state, out / VAE)
+    (out / CONFIG).write_text(json.dumps(config, indent=1))
+    tokenizer.save_pretrained(str(out))
+    for extra in ("special_tokens_map.json",):  # not part of the official layout's files
+        (out / extra).unlink(missing_ok=True)
+    manifest = {
+        "engine": "voxcpm",
+        "format": 1,
+        "size": size,
+        "random_weights": True,
+        "seed": seed,
+        "sha256": {rel: sha256_file(out / rel) for rel in FILES},
+    }
+    write_manifest(out, manifest)
+    return out
+
+
+def check_model_dir(model_dir: str) -> str | None:
+    """A clear message if `model_dir` cannot hold VoxCPM2's files; cheap (no hashing, no torch)."""
+    path = Path(model_dir)
+    if not path.is_dir():
+        return f"{ENV}={model_dir} does not exist or is not a directory."
+    # Each file, or the other name the package's loader also reads.
+    choices = [(CONFIG,), (WEIGHTS, "pytorch_model.bin"), (VAE, "audiovae.safetensors"), (TOKENIZER[0],)]
+    found = [next((name for name in names if (path / name).is_file()), None) for names in choices]
+    missing = [
+        " (or ".join(names) + (")" if len(names) > 1 else "")
+        for names, f in zip(choices, found, strict=True)
+        if f is None
+    ]
+    if missing:
+        return (
+            f"{ENV}={model_dir} is not a VoxCPM2 model directory: missing {', '.join(missing)} "
+            "(the layout of huggingface.co/openbmb/VoxCPM2)."
+        )
+    config_file, weights, vae = found[0], found[1], found[2]
+    unreadable = [rel for rel in (config_file, weights, vae) if rel and not os.access(path / rel, os.R_OK)]
+    if unreadable:
+        return f"{ENV}={model_dir} is not readable: {', '.join(unreadable)}."
+    try:
+        config = json.loads((path / CONFIG).read_text())
+    except (OSError, ValueError) as e:
+        return f"{ENV}={model_dir}: {CONFIG} is not readable JSON ({e})."
+    if not isinstance(config, dict) or str(config.get("architecture", "")).lower() != "voxcpm2":
+        return f'{ENV}={model_dir}: {CONFIG} does not say "architecture": "voxcpm2" (VoxCPM 1.x is another model).'
+    return None

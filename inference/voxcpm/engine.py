@@ -1,0 +1,232 @@
+"""The VoxCPM2 engine: the one module (with `checkpoint`) that talks to `voxcpm`.
+
+Model source: `model_dir` (a local directory in the official layout: the real download or a random
+checkpoint from `checkpoint.make_checkpoint`), else Hugging Face (`openbmb/VoxCPM2`, through
+`huggingface_hub.snapshot_download`). Loaded once per worker process with the package's own
+`VoxCPM2Model.from_local` (no torch.compile, no denoiser: nothing is fetched at run time), in the
+dtype its config.json names (the real weights: bfloat16; the random checkpoints: float32), and
+every tensor checked against the files (the package loads non-strictly).
+
+Rows run one after another through the package's generation with a voice design
+(`VoxCPMParams.prompt`), each under its own seed, streaming one patch (160 ms at 48 kHz) per
+language-model step; `chunk_tokens` patches make one `Audio` event, and `more()` between rows gives
+the rows that join. The package keeps a static KV cache for one row, so rows do not share a step
+yet (the spec says `batching: False`). A `speed` other than 1 is a time-stretch that keeps the pitch
+(`inference.stretch`).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import numpy as np
+
+from ..base import BatchEngine, model_version, pick_device, pick_precision
+from ..batch import Audio, BatchRow, Done, Event
+from ..checkpoints import read_manifest, sha256_file
+from ..device import set_threads
+from ..engine import ModelUnavailable, fade_in
+from ..stretch import TimeStretch
+from ..text import estimate_seconds, normalize_segment
+from .checkpoint import ENV, FILES, check_model_dir
+from .params import VoxCPMParams
+from .spec import PATCHES_PER_SECOND, SPEC
+
+logger = logging.getLogger(__name__)
+
+REPO = "openbmb/VoxCPM2"
+CODE_VERSION = "rows-one-by-one/1"  # our row loop over the package's generation: part of the version
+MIN_PATCHES = 2  # the package's own min_len: no end before this many patches
+
+
+def _unloaded(model, model_dir: Path) -> list[str]:
+    """What of `model` did not come from the files: each tensor missing from them, or different."""
+    import torch  # noqa: PLC0415  (torch/voxcpm: worker processes only)
+    from safetensors.torch import load_file  # noqa: PLC0415  (as above)
+
+    def read(safetensors: str, pickled: str) -> dict:  # the loader's order: safetensors first
+        path = model_dir / safetensors
+        state: dict = load_file(str(path)) if path.is_file() else torch.load(model_dir / pickled, weights_only=True)
+        return state.get("state_dict", state)
+
+    saved = read("model.safetensors", "pytorch_model.bin")
+    saved |= {f"audio_vae.{k}": v for k, v in read("audiovae.safetensors", "audiovae.pth").items()}
+    problems = []
+    for key, tensor in model.state_dict().items():
+        if key not in saved:
+            problems.append(f"{key} missing")
+        elif saved[key].shape != tensor.shape or not torch.equal(saved[key].to(tensor.dtype), tensor.cpu()):
+            problems.append(f"{key} differs")
+    return problems
+
+
+def _no_progress_bar(iterable, *args, **kwargs):
+    return iterable
+
+
+class VoxCPMEngine(BatchEngine):
+    spec = SPEC
+    check_model_dir = staticmethod(check_model_dir)
+
+    def __init__(self, model, device, model_version: str, random_weights: bool, fixed_length: bool = False):
+        self.model = model
+        self.device = device
+        self.model_version = model_version
+        self.random_weights = random_weights
+        self.fixed_length = fixed_length  # benchmarks: every row runs to its budget
+
+    @classmethod
+    def load(
+        cls,
+        model_dir: str = "",
+        device: str = "",
+        hf_cache_dir: str = "",
+        fixed_length: bool = False,
+        precision: str = "auto",
+        threads: int | None = None,
+    ) -> VoxCPMEngine:
+        import torch  # noqa: PLC0415  (torch/voxcpm: worker processes only)
+        from voxcpm.model import voxcpm2  # noqa: PLC0415  (as above)
+
+        voxcpm2.tqdm = _no_progress_bar  # its generation loop draws a progress bar on stderr, every row
+
+        pick_precision(precision, ())  # "auto" only: the checkpoint's own dtype (config.json)
+        dev = pick_device(device)
+        set_threads(dev, threads)
+        path, random_weights = cls._files(model_dir, hf_cache_dir)
+        sha = {rel: sha256_file(path / rel) for rel in FILES if (path / rel).is_file()}
+        manifest = read_manifest(path)
+        if manifest is not None:
+            wrong = sorted(rel for rel, digest in manifest.get("sha256", {}).items() if sha.get(rel) != digest)
+            if wrong:
+                raise ModelUnavailable(f"{ENV}={path}: {', '.join(wrong)} do not match checkpoint.json's SHA-256.")
+        dtype = str(json.loads((path / "config.json").read_text()).get("dtype", "bfloat16"))
+        precision = "fp32" if dtype in ("float32", "fp32") else "bf16"  # the real weights': bfloat16
+        try:
+            model = voxcpm2.VoxCPM2Model.from_local(str(path), optimize=False, device=dev.type)
+        except Exception as e:  # a shape that does not fit, a file the loader cannot read
+            raise ModelUnavailable(f"VoxCPM2 could not load the model in {path}: {e}") from e
+        problems = _unloaded(model, path)
+        if problems:
+            raise ModelUnavailable(
+                f"VoxCPM2's weights in {path} do not fit its config: {'; '.join(problems[:5])}"
+                + (f" (and {len(problems) - 5} more)" if len(problems) > 5 else "")
+                + ". The model would run with random weights there."
+            )
+        version = model_version("voxcpm", [json.dumps(sha, sort_keys=True), CODE_VERSION], precision, random_weights)
+        logger.info("model loaded: %s on %s, %d torch threads", version, dev, torch.get_num_threads())
+        return cls(model.eval(), dev, version, random_weights, fixed_length)
+
+    @staticmethod
+    def _files(model_dir: str, hf_cache_dir: str) -> tuple[Path, bool]:
+        if model_dir:
+            problem = check_model_dir(model_dir)
+            if problem:
+                raise ModelUnavailable(problem)
+            manifest = read_manifest(model_dir)
+            return Path(model_dir), bool(manifest and manifest.get("random_weights"))
+        from huggingface_hub import snapshot_download  # noqa: PLC0415  (only when no model directory is set)
+
+        try:
+            return Path(snapshot_download(repo_id=REPO, cache_dir=hf_cache_dir or None)), False
+        except Exception as e:
+            raise ModelUnavailable(
+                f"VoxCPM2 could not download its weights from Hugging Face ({REPO}): {e}. Check the network, or "
+                f"download them elsewhere and set {ENV} to that directory."
+            ) from e
+
+    def read(self, segment: str) -> str:
+        """What VoxCPM2 reads: the segment spelled out (English and Chinese numbers, money, dates);
+        text in its other languages goes as written (the model reads digits itself)."""
+        return normalize_segment(segment, frozenset(), SPEC.name)
+
+    def row_budget(self, text: str, params: VoxCPMParams) -> int:
+        """The most patches a row may make: proportional to its text (the package's own cap is six
+        patches a text token, plus ten), so a runaway generation stops."""
+        seconds = 1.0 + 2.0 * estimate_seconds(text)
+        return max(8, math.ceil(seconds * PATCHES_PER_SECOND))
+
+    def voice_problem(self, params: VoxCPMParams) -> str | None:
+        return None  # a design is text: any design is a voice
+
+    def run_rows(
+        self,
+        rows: list[BatchRow],
+        stop: Callable[[str], bool],
+        chunk_tokens: int = 24,
+        more: Callable[[int], list[BatchRow]] | None = None,
+    ) -> Iterator[Event]:
+        """`generate_batch` as an iterator of events: each row in turn (the rows `more` returns
+        join the queue), its audio every `chunk_tokens` patches and its end (`Done.tokens`: patches)."""
+        if len({r.key for r in rows}) != len(rows):
+            raise ValueError("the rows' keys must be unique within a batch")
+        if chunk_tokens < 1:
+            raise ValueError("chunk_tokens must be at least 1")
+        queue, seen = list(rows), {r.key for r in rows}
+        while queue:
+            row = queue.pop(0)
+            yield from self._row(row, stop, chunk_tokens)
+            for joining in more(len(queue)) if more is not None else []:
+                if joining.key in seen:
+                    raise ValueError("the rows' keys must be unique within a batch")
+                seen.add(joining.key)
+                queue.append(joining)
+
+    def _row(self, row: BatchRow, stop: Callable[[str], bool], chunk_tokens: int) -> Iterator[Event]:
+        import torch  # noqa: PLC0415  (torch/voxcpm: worker processes only)
+
+        p: VoxCPMParams = row.params
+        if stop(row.key):
+            yield Done(row.key, 0, np.zeros(0, dtype=np.int64))
+            return
+        budget = max(1, row.max_tokens)
+        stretch = TimeStretch(SPEC.sample_rate, p.speed) if p.speed != 1.0 else None
+        patches, pending, first = 0, [], True
+        devices = [self.device] if self.device.type == "cuda" else []
+        with torch.random.fork_rng(devices=devices):  # the row's own noise: same seed, same audio
+            torch.manual_seed(p.seed)
+            steps = self.model._generate_with_prompt_cache(
+                target_text=p.prompt(row.text),
+                prompt_cache=None,
+                min_len=budget if self.fixed_length else min(MIN_PATCHES, budget),
+                max_len=budget,
+                inference_timesteps=p.inference_timesteps,
+                cfg_value=p.cfg_value,
+                streaming=True,
+            )
+            try:
+                for wav, _, _ in steps:
+                    patches += 1
+                    pending.append(wav.reshape(-1).float().numpy())
+                    if stop(row.key):
+                        break
+                    if len(pending) >= chunk_tokens:
+                        audio = self._out(pending, stretch, first)
+                        first, pending = False, []
+                        if len(audio):
+                            yield Audio(row.key, audio)
+            finally:
+                steps.close()
+        tail = self._out(pending, stretch, first) if pending else np.zeros(0, dtype=np.float32)
+        if stretch is not None:
+            tail = np.concatenate([tail, stretch.finish()])
+        if len(tail):
+            yield Audio(row.key, tail)
+        yield Done(row.key, patches, np.zeros(0, dtype=np.int64))
+
+    @staticmethod
+    def _out(pending: list[np.ndarray], stretch: TimeStretch | None, first: bool) -> np.ndarray:
+        audio = np.concatenate(pending)
+        if first:
+            audio = fade_in(audio, SPEC.sample_rate)  # a row starts from silence, not mid-wave
+        return stretch.feed(audio) if stretch is not None else audio
+
+    def warm_up(self) -> None:
+        """A first generation: the allocator's and kernels' first-use costs at start, not on a request."""
+        params = VoxCPMParams(design="", seed=0)
+        for _ in self.run_rows([BatchRow("warm", "Hi.", params, 4)], lambda key: False):
+            pass

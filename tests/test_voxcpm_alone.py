@@ -1,0 +1,149 @@
+"""A deployment of VoxCPM2 alone (TTS_ENGINES=voxcpm): nothing on its web or worker paths imports
+ChatTTS or Kokoro, its listings name only VoxCPM2, OpenAI's names speak with it, and its 48 kHz
+audio reaches every format at the format's rate: plain `pcm` and `wav` at 24 kHz (OpenAI's
+contract), `pcm_48000`/`wav_48000` at the model's own rate, from a live generation and from the
+cache alike, a job's stored file too. Random weights: noise, not speech."""
+
+from __future__ import annotations
+
+import os
+import struct
+import subprocess
+import sys
+import time
+
+import httpx
+import openai
+import pytest
+
+from tests import stack
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+NO_OTHER_ENGINES = r"""
+import sys
+sys.modules["ChatTTS"] = None  # any import of ChatTTS or kokoro now fails, as where they are not installed
+sys.modules["kokoro"] = None
+sys.modules["misaki"] = None
+import django
+django.setup()
+import tts_saas.asgi, tts_saas.urls, synthesis.tasks  # the web's and the worker's code
+from inference import registry
+from inference.engine import EngineOptions, SynthesisRequest
+from inference.voxcpm.params import VoxCPMParams
+engine = registry.load("voxcpm", EngineOptions(model_dir=sys.argv[1], device="cpu"))
+audio = list(engine.synthesize(SynthesisRequest(["Hello there."], VoxCPMParams(design="", seed=1))))
+print("others imported:", any(n.split(".")[0] in ("ChatTTS", "kokoro", "misaki") for n, m in sys.modules.items() if m))
+print("samples:", sum(len(a) for a in audio))
+"""
+
+
+def test_voxcpms_web_and_worker_code_run_without_the_other_engines():
+    env = {**os.environ, "TTS_ENGINES": "voxcpm", "DJANGO_SETTINGS_MODULE": "tts_saas.settings"}
+    result = subprocess.run(
+        [sys.executable, "-c", NO_OTHER_ENGINES, os.environ["TTS_TEST_VOXCPM_CHECKPOINT"]],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=stack.ROOT,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "others imported: False" in result.stdout
+    assert int(result.stdout.split("samples:")[1]) > 0
+
+
+@pytest.fixture(scope="module")
+def voxcpm_alone(tmp_path_factory):
+    url, client = stack.redis_db(6)
+    env = stack.stack_env(url, TTS_ENGINES="voxcpm", TTS_VOXCPM_MODEL_DIR=os.environ["TTS_TEST_VOXCPM_CHECKPOINT"])
+    log_dir = tmp_path_factory.mktemp("voxcpm")
+    worker = stack.start_worker(env, log_dir, "voxcpm", queue="tts-voxcpm")
+    web, base = stack.start_web(env, log_dir)
+    try:
+        stack.wait_for_workers(client, "ready", proc=worker, engine="voxcpm")
+        yield base
+    finally:
+        web.stop()
+        worker.stop()
+
+
+def speak(client: httpx.Client, **body) -> httpx.Response:
+    response = client.post("/audio/speech", json={"input": "Hello there, my friend.", "seed": 5, **body})
+    assert response.status_code == 200, response.text
+    return response
+
+
+def rate_of(wav: bytes) -> int:
+    assert wav[:4] == b"RIFF"
+    return struct.unpack("<I", wav[24:28])[0]
+
+
+def test_a_voxcpm_deployment_lists_only_voxcpm_and_speaks_for_openais_names(voxcpm_alone, owner):
+    headers = {"Authorization": f"Bearer {owner.key}"}
+    with httpx.Client(base_url=f"{voxcpm_alone}/v1", headers=headers, timeout=120) as client:
+        models = client.get("/models").json()["data"]
+        kokoro = client.post("/audio/speech", json={"model": "kokoro", "input": "Hi."})
+        temperature = client.post("/audio/speech", json={"model": "voxcpm", "input": "Hi.", "temperature": 0.5})
+        tuned = speak(client, model="voxcpm", cfg_value=3.0, inference_timesteps=4, response_format="pcm")
+    assert {m["engine"] for m in models} == {"voxcpm"}
+    assert all(m["license"]["commercial_use"] for m in models)
+    assert kokoro.status_code == 404 and "not served here" in kokoro.json()["error"]["message"]
+    assert temperature.status_code == 400 and temperature.json()["error"]["code"] == "unsupported_parameter"
+    assert tuned.headers["x-model"] == "voxcpm" and len(tuned.content) > 0
+    sdk = openai.OpenAI(base_url=f"{voxcpm_alone}/v1", api_key=owner.key, max_retries=0)
+    with sdk.audio.speech.with_streaming_response.create(
+        model="tts-1", voice="nova", input="Hello from tts_saas.", response_format="wav"
+    ) as response:
+        body = response.read()
+        assert response.headers["x-model"] == "voxcpm"
+    assert rate_of(body) == 24000 and len(body) > 1000
+
+
+def test_48k_audio_reaches_each_format_at_its_rate_live_and_from_the_cache(voxcpm_alone, owner):
+    headers = {"Authorization": f"Bearer {owner.key}"}
+    with httpx.Client(base_url=f"{voxcpm_alone}/v1", headers=headers, timeout=120) as client:
+        live = speak(client, model="voxcpm", voice="alloy", response_format="pcm")
+        native = speak(client, model="voxcpm", voice="alloy", response_format="pcm_48000")
+        again = speak(client, model="voxcpm", voice="alloy", response_format="pcm")
+        wav = speak(client, model="voxcpm", voice="alloy", response_format="wav_48000")
+        sse = speak(client, model="voxcpm", voice="alloy", response_format="pcm", stream_format="sse")
+    assert live.headers["x-cache"] == "miss" and native.headers["x-cache"] == "hit"
+    seconds = len(live.content) / 2 / 24000  # OpenAI's pcm: 24 kHz whatever the model makes
+    assert seconds > 0.1 and seconds * 6.25 == pytest.approx(round(seconds * 6.25), abs=0.05)  # 160 ms patches
+    assert len(native.content) == pytest.approx(2 * len(live.content), abs=4)
+    assert float(native.headers["x-audio-duration"]) == pytest.approx(seconds, abs=0.002)
+    assert again.content == live.content  # the cache keeps 48 kHz; its 24 kHz is the live one's
+    assert rate_of(wav.content) == 48000 and wav.content[44:] == native.content
+    done = [line for line in sse.text.splitlines() if "speech.audio.done" in line][0]
+    assert f'"audio_seconds":{round(seconds, 3)}' in done
+
+
+def test_instructions_design_the_voice(voxcpm_alone, owner):
+    headers = {"Authorization": f"Bearer {owner.key}"}
+    with httpx.Client(base_url=f"{voxcpm_alone}/v1", headers=headers, timeout=120) as client:
+        plain = speak(client, model="voxcpm", voice="alloy", response_format="pcm", input="Good morning.")
+        whisper = speak(
+            client, model="voxcpm", voice="alloy", response_format="pcm", input="Good morning.", instructions="Whisper."
+        )
+    assert whisper.headers["x-cache"] == "miss" and whisper.content != plain.content
+
+
+def test_a_jobs_stored_wav_is_24k_and_its_duration_is_the_models(voxcpm_alone, owner):
+    headers = {"Authorization": f"Bearer {owner.key}"}
+    with httpx.Client(base_url=f"{voxcpm_alone}/v1", headers=headers, timeout=120) as client:
+        job = client.post(
+            "/jobs", json={"model": "voxcpm", "input": "One. Two. Three.", "response_format": "wav", "seed": 2}
+        )
+        assert job.status_code in (200, 201, 202), job.text
+        job_id = job.json()["id"]
+        for _ in range(300):
+            status = client.get(f"/jobs/{job_id}").json()
+            if status["status"] in ("succeeded", "failed"):
+                break
+            time.sleep(0.2)
+        assert status["status"] == "succeeded", status
+        audio = client.get(f"/jobs/{job_id}/audio")
+    assert rate_of(audio.content) == 24000
+    samples = (len(audio.content) - 44) / 2
+    assert samples / 24000 == pytest.approx(status["audio_seconds"], abs=0.01)
