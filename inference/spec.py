@@ -45,6 +45,7 @@ class Features:
     recording_voices: bool  # a voice made from a reference recording
     mixed_voices: bool  # a voice made as a weighted mix of built-in voices
     phoneme_lexicons: bool  # lexicon entries may give phonemes
+    instructions: bool = False  # it follows a request's `instructions` (voice and style); else they are ignored
 
     def as_dict(self) -> dict:
         return {
@@ -57,6 +58,7 @@ class Features:
             "recording_voices": self.recording_voices,
             "mixed_voices": self.mixed_voices,
             "phoneme_lexicons": self.phoneme_lexicons,
+            "instructions": self.instructions,
         }
 
 

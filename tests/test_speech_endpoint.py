@@ -219,3 +219,13 @@ def test_the_example_websocket_client_writes_playable_wav_files(live_stack, owne
     for name in ("s0.wav", "s1.wav"):
         rate, seconds, codec = decode((tmp_path / name).read_bytes())
         assert (rate, codec) == (SAMPLE_RATE, "pcm_s16le") and seconds > 0.1
+
+
+def test_instructions_a_model_cannot_follow_are_said_to_be_ignored(live_stack, owner):
+    """OpenAI's clients send `instructions` to any model: accepted, and the answer says what became of them."""
+    body = {"model": "kokoro", "input": "Hello.", "response_format": "pcm"}
+    told = post(live_stack, owner.key, **body, instructions="Speak softly.")
+    plain = post(live_stack, owner.key, **body)
+    assert told.status_code == 200 and told.headers["x-instructions"] == "ignored"
+    assert "x-instructions" not in plain.headers
+    assert told.content == plain.content  # ignored: the same audio

@@ -127,6 +127,7 @@ def test_instructions_design_the_voice(voxcpm_alone, owner):
             client, model="voxcpm", voice="alloy", response_format="pcm", input="Good morning.", instructions="Whisper."
         )
     assert whisper.headers["x-cache"] == "miss" and whisper.content != plain.content
+    assert whisper.headers["x-instructions"] == "applied" and "x-instructions" not in plain.headers
 
 
 def test_a_jobs_stored_wav_is_24k_and_its_duration_is_the_models(voxcpm_alone, owner):

@@ -36,6 +36,7 @@ SPEC = EngineSpec(
         recording_voices=False,
         mixed_voices=False,
         phoneme_lexicons=False,
+        instructions=True,  # a voice design: "(description)text"
     ),
     code_license=License(
         "Apache-2.0",

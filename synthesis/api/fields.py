@@ -166,7 +166,8 @@ class VoiceField(serializers.Field):
     {
         "type": "string",
         "default": "",
-        "description": "chattts or kokoro (the models served: GET /v1/models), with its version (kokoro-v1.0), or "
+        "description": "chattts, kokoro or voxcpm (the models served: GET /v1/models), with its version (kokoro-v1.0), "
+        "or "
         "OpenAI's tts-1, tts-1-hd, gpt-4o-mini-tts (and dated snapshots), which mean the deployment's default.",
         "examples": ["kokoro"],
     }

@@ -63,13 +63,16 @@ class SpeechDoc(APIView):
     @extend_schema(
         summary="Text to speech (OpenAI-compatible)",
         description="`model` picks the engine: `kokoro` (Kokoro-82M, Apache-2.0: may be sold; deterministic, word "
-        "timings) or `chattts` (ChatTTS, non-commercial weights; sampled, inline tags), those this deployment serves "
-        "(GET /v1/models); OpenAI's names mean the default one. An option or inline tag the model does not take is "
-        "a 400 naming it and the model. A cache hit returns the whole file; otherwise the audio streams out as it "
+        "timings), "
+        "`voxcpm` (VoxCPM2, Apache-2.0: may be sold; 30 languages, 48 kHz, voices designed from `instructions`) "
+        "or `chattts` (ChatTTS, non-commercial weights; sampled, inline tags), those this deployment serves (GET "
+        "/v1/models); OpenAI's names mean the default one. An option or inline tag the model does not take is a "
+        "400 naming it and the model. A cache hit returns the whole file; otherwise the audio streams out as it "
         "is generated (stream_format=sse: speech.audio.delta events, a speech.audio.segment event with the text, "
-        "start and end of each sentence segment — and on Kokoro its words' timings — as its audio completes, then "
-        "speech.audio.done). Response headers: x-model, x-cache (hit, miss, shared), x-seed, x-audio-duration "
-        "(cache hits), x-request-id. With an Idempotency-Key, a retried request follows the job already accepted.",
+        "start and end of each sentence segment — and on Kokoro its words' timings — as its audio completes, then"
+        " speech.audio.done). Response headers: x-model, x-cache (hit, miss, shared), x-seed, x-audio-duration "
+        "(cache hits), x-instructions (applied or ignored, when instructions were sent), x-request-id. With an "
+        "Idempotency-Key, a retried request follows the job already accepted.",
         request=SpeechRequestSerializer,
         examples=[
             OpenApiExample(

@@ -41,7 +41,10 @@ MODEL_OPTIONS = sorted({option for spec in SPECS.values() for option in spec.opt
 @extend_schema_serializer(component_name="Speech")  # a request body: documented as SpeechRequest
 class SpeechRequestSerializer(serializers.Serializer):
     model = ModelField()
-    input = InputField(help_text="Text (English, Chinese or both); inline tags like [laugh] on ChatTTS.")
+    input = InputField(
+        help_text="Text in the model's languages (ChatTTS and Kokoro: English, Chinese or both; VoxCPM2: 30); "
+        "inline tags like [laugh] on ChatTTS."
+    )
     voice = VoiceField(required=False, default="alloy")
     response_format = FormatField(
         required=False,
@@ -65,8 +68,10 @@ class SpeechRequestSerializer(serializers.Serializer):
         required=False,
         allow_blank=True,
         validators=[InstructionsLengthValidator()],
-        help_text="Accepted for OpenAI compatibility (at most 4,096 characters) and ignored: neither model follows "
-        "instructions. On ChatTTS use refine_text/refine_prompt and inline tags ([laugh], [uv_break]) for style.",
+        help_text="The voice and style in words (at most 4,096 characters), as OpenAI's gpt-4o-mini-tts takes them: "
+        "VoxCPM2 designs its voice from them (in place of the voice's own description). ChatTTS and Kokoro accept "
+        "and ignore them, and the response says so (x-instructions: ignored); on ChatTTS use "
+        "refine_text/refine_prompt and inline tags ([laugh], [uv_break]) for style.",
     )
     seed = serializers.IntegerField(
         required=False,
@@ -74,8 +79,8 @@ class SpeechRequestSerializer(serializers.Serializer):
         default=None,
         min_value=0,
         max_value=2**31 - 1,
-        help_text="ChatTTS: reproducible output, which the audio cache may answer. Kokoro is deterministic: the "
-        "seed is accepted and changes nothing (every Kokoro request is cached).",
+        help_text="ChatTTS and VoxCPM2: reproducible output, which the audio cache may answer. Kokoro is "
+        "deterministic: the seed is accepted and changes nothing (every Kokoro request is cached).",
     )
     # ChatTTS's options (a model that does not take one refuses it: 400 unsupported_parameter).
     temperature = serializers.FloatField(

@@ -22,6 +22,7 @@ from accounts.tickets import TICKET_SECONDS
 from billing import offer
 from billing.limits import Limits
 from billing.policy import aauthorize
+from inference.registry import SPECS
 from inference.spec import SAMPLE_RATE
 from synthesis.api.defaults import model_for
 from synthesis.api.openapi import SpeechDoc, VoicePreviewDoc, documented_by
@@ -174,6 +175,8 @@ async def speech(request: HttpRequest) -> HttpResponse:
         response["x-cache"] = "shared" if shared else "miss"
     response["x-seed"] = str(result.seed)
     response["x-model"] = data["model"]  # the model that spoke (OpenAI's names: the default one)
+    if data.get("instructions", "").strip():  # OpenAI's clients send them to any model: say what became of them
+        response["x-instructions"] = "applied" if SPECS[data["model"]].features.instructions else "ignored"
     return response
 
 
