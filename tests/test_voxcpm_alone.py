@@ -6,6 +6,8 @@ cache alike, a job's stored file too. Random weights: noise, not speech."""
 
 from __future__ import annotations
 
+import asyncio
+import json
 import os
 import struct
 import subprocess
@@ -15,6 +17,7 @@ import time
 import httpx
 import openai
 import pytest
+import websockets
 
 from tests import stack
 
@@ -148,3 +151,45 @@ def test_a_jobs_stored_wav_is_24k_and_its_duration_is_the_models(voxcpm_alone, o
     assert rate_of(audio.content) == 24000
     samples = (len(audio.content) - 44) / 2
     assert samples / 24000 == pytest.approx(status["audio_seconds"], abs=0.01)
+
+
+async def _utterances(base: str, key: str) -> list[tuple[dict, bytes]]:
+    """A tts.v1 utterance (pcm) and a tts.v2 text stream (pcm_48000) of VoxCPM2: each its audio
+    and its end message."""
+    url = base.replace("http://", "ws://") + "/v1/audio/stream"
+    headers = {"Authorization": f"Bearer {key}"}
+    out = []
+    for protocol, messages in (
+        ("tts.v1", [{"type": "synthesize", "id": "a", "text": "Hello there.", "seed": 3, "format": "pcm"}]),
+        (
+            "tts.v2",
+            [
+                {"type": "begin", "id": "b", "seed": 3, "format": "pcm_48000", "text": "Hello there. "},
+                {"type": "text", "id": "b", "text": "And again."},
+                {"type": "close", "id": "b"},
+            ],
+        ),
+    ):
+        async with websockets.connect(url, additional_headers=headers, subprotocols=[protocol]) as ws:
+            assert json.loads(await ws.recv())["type"] == "ready"
+            for message in messages:
+                await ws.send(json.dumps(message))
+            audio = b""
+            while True:
+                frame = await asyncio.wait_for(ws.recv(), 60)
+                if isinstance(frame, bytes):
+                    audio += frame
+                    continue
+                message = json.loads(frame)
+                assert message["type"] != "error", message
+                if message["type"] == "end":
+                    out.append((message, audio))
+                    break
+    return out
+
+
+def test_websocket_utterances_carry_the_formats_rate(voxcpm_alone, owner):
+    (v1_end, v1_audio), (v2_end, v2_audio) = asyncio.run(_utterances(voxcpm_alone, owner.key))
+    assert v1_end["audio_seconds"] == pytest.approx(len(v1_audio) / 2 / 24000, abs=1e-3) and v1_audio
+    assert v2_end["audio_seconds"] == pytest.approx(len(v2_audio) / 2 / 48000, abs=1e-3) and v2_audio
+    assert v2_end["segments"][-1]["end"] == pytest.approx(v2_end["audio_seconds"], abs=0.01)  # captions at 48 kHz too
