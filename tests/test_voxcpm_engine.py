@@ -179,3 +179,10 @@ def test_speed_is_a_time_stretch(engine):
     fast = run(engine, [BatchRow("a", text, VoxCPMParams(design=CALM.design, seed=7, speed=2.0), 12)])["a"]
     assert fast["patches"] == normal["patches"]  # the same generation
     assert len(fast["audio"]) == pytest.approx(len(normal["audio"]) / 2, rel=0.05)
+
+
+def test_it_reads_numbers_in_the_segments_language(engine):
+    assert engine.read("Tengo 25 años y cuesta 5 €.") == "Tengo veinticinco años y cuesta cinco euros."
+    assert engine.read("Der Zug kommt um 9:15 an.") == "Der Zug kommt um neun Uhr fünfzehn an."
+    assert "twenty five" in engine.read("I have 25 apples.")  # English: the grammars every engine uses
+    assert engine.read("今日は5月です。") == "今日は五月です。"

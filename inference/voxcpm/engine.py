@@ -25,13 +25,14 @@ from pathlib import Path
 
 import numpy as np
 
+from .. import numbers
 from ..base import BatchEngine, model_version, pick_device, pick_precision
 from ..batch import Audio, BatchRow, Done, Event
 from ..checkpoints import read_manifest, sha256_file
 from ..device import set_threads
 from ..engine import ModelUnavailable, fade_in
 from ..stretch import TimeStretch
-from ..text import estimate_seconds, normalize_segment
+from ..text import TextError, estimate_seconds, has_words, normalize_segment, normalizer_version
 from .checkpoint import ENV, FILES, check_model_dir
 from .params import VoxCPMParams
 from .spec import PATCHES_PER_SECOND, SPEC
@@ -117,7 +118,13 @@ class VoxCPMEngine(BatchEngine):
                 + (f" (and {len(problems) - 5} more)" if len(problems) > 5 else "")
                 + ". The model would run with random weights there."
             )
-        version = model_version("voxcpm", [json.dumps(sha, sort_keys=True), CODE_VERSION], precision, random_weights)
+        version = model_version(
+            "voxcpm",
+            # The files, our row loop and the spelling-out: each changes the audio of a text.
+            [json.dumps(sha, sort_keys=True), CODE_VERSION, normalizer_version(), numbers.version()],
+            precision,
+            random_weights,
+        )
         logger.info("model loaded: %s on %s, %d torch threads", version, dev, torch.get_num_threads())
         return cls(model.eval(), dev, version, random_weights, fixed_length)
 
@@ -140,9 +147,17 @@ class VoxCPMEngine(BatchEngine):
             ) from e
 
     def read(self, segment: str) -> str:
-        """What VoxCPM2 reads: the segment spelled out (English and Chinese numbers, money, dates);
-        text in its other languages goes as written (the model reads digits itself)."""
-        return normalize_segment(segment, frozenset(), SPEC.name)
+        """What VoxCPM2 reads: the segment with its numbers, money, percentages, times and dates
+        spelled out: in Spanish, French, German or Japanese where the segment is (`numbers`), else
+        with the English and Chinese grammars every engine uses; its other languages' digits are
+        left to the model, which reads them itself."""
+        lang = numbers.language_of(segment)
+        if not lang:
+            return normalize_segment(segment, frozenset(), SPEC.name)
+        spoken = numbers.spell_out(segment, lang)
+        if not has_words(spoken):
+            raise TextError("The input has nothing to say once spelled out (only spaces or symbols).")
+        return spoken
 
     def row_budget(self, text: str, params: VoxCPMParams) -> int:
         """The most patches a row may make: proportional to its text (the package's own cap is six
