@@ -32,3 +32,18 @@ def read_manifest(directory: str | Path) -> dict | None:
 
 def write_manifest(directory: str | Path, manifest: dict) -> None:
     (Path(directory) / MANIFEST).write_text(json.dumps(manifest, indent=1, ensure_ascii=False))
+
+
+def write_random_manifest(directory: str | Path, engine: str, size: str, seed: int, files) -> None:
+    """The manifest of a generated checkpoint of `engine`: random weights, and each of `files`'
+    SHA-256 (relative paths), which the engine's loader checks before loading."""
+    base = Path(directory)
+    manifest = {
+        "engine": engine,
+        "format": 1,
+        "size": size,
+        "random_weights": True,
+        "seed": seed,
+        "sha256": {rel: sha256_file(base / rel) for rel in files},
+    }
+    write_manifest(base, manifest)

@@ -24,7 +24,7 @@ import os
 import warnings
 from pathlib import Path
 
-from ..checkpoints import sha256_file, write_manifest
+from ..checkpoints import write_random_manifest
 from .g2p import N_TOKEN, VOCAB
 from .spec import SPEC
 
@@ -119,15 +119,7 @@ def make_checkpoint(size: str, out: str | Path, seed: int = 0) -> Path:
         drift = torch.cumsum(torch.randn(510, 1, style, generator=generator), dim=0) * 0.002
         torch.save((base + drift).contiguous(), out / "voices" / f"{voice.id}.pt")
     files = [CONFIG, WEIGHTS] + [f"voices/{v.id}.pt" for v in SPEC.voices]
-    manifest = {
-        "engine": "kokoro",
-        "format": 1,
-        "size": size,
-        "random_weights": True,
-        "seed": seed,
-        "sha256": {rel: sha256_file(out / rel) for rel in files},
-    }
-    write_manifest(out, manifest)
+    write_random_manifest(out, "kokoro", size, seed, files)
     return out
 
 

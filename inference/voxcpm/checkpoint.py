@@ -25,7 +25,7 @@ import json
 import os
 from pathlib import Path
 
-from ..checkpoints import sha256_file, write_manifest
+from ..checkpoints import write_random_manifest
 
 CONFIG = "config.json"
 WEIGHTS = "model.safetensors"
@@ -148,15 +148,7 @@ def make_checkpoint(size: str, out: str | Path, seed: int = 0) -> Path:
     tokenizer.save_pretrained(str(out))
     for extra in ("special_tokens_map.json",):  # not part of the official layout's files
         (out / extra).unlink(missing_ok=True)
-    manifest = {
-        "engine": "voxcpm",
-        "format": 1,
-        "size": size,
-        "random_weights": True,
-        "seed": seed,
-        "sha256": {rel: sha256_file(out / rel) for rel in FILES},
-    }
-    write_manifest(out, manifest)
+    write_random_manifest(out, "voxcpm", size, seed, FILES)
     return out
 
 
