@@ -177,6 +177,12 @@ def requirement_names(path) -> set[str]:
     return {re.split(r"[<>=!~\[;\s]", line, maxsplit=1)[0].lower() for line in lines if line and line[0] != "-"}
 
 
+def package_file(engine: str):
+    """An engine's own wheel, kept apart to be installed with --no-deps (VoxCPM2's declares
+    packages its inference path never imports: requirements/voxcpm.txt)."""
+    return ROOT / "requirements" / f"{engine}-package.txt"
+
+
 def test_the_image_installs_torch_first_then_base_and_each_chosen_engine(tmp_path):
     instructions = dockerfile_instructions()
     (arg,) = [i for i in instructions if i.startswith("ARG ENGINES=")]
@@ -205,19 +211,25 @@ def test_the_image_installs_torch_first_then_base_and_each_chosen_engine(tmp_pat
 
     pins = {re.search(r"^torch==\S+", (ROOT / "requirements" / f"{e}.txt").read_text(), re.M)[0] for e in SPECS}
     (torch,) = pins  # the engines agree on torch, and the image installs that one
-    for engines in ["kokoro", "chattts", ",".join(default)]:
+    for engines in ["kokoro", "chattts", "voxcpm", ",".join(default)]:
         result = pip_calls(engines)
         assert result.returncode == 0, result.stderr
-        first, second = log.read_text().splitlines()
+        first, second, *wheels = log.read_text().splitlines()
         assert first == f"install {torch}"  # torch alone, first
         files = re.findall(r"-r (\S+)", second)
         assert files == ["requirements/base.txt"] + [f"requirements/{e}.txt" for e in engines.split(",")]
+        assert "--no-deps" not in second
+        # Then, alone and without their declared dependencies, the wheels kept apart (VoxCPM2's).
+        packages = [f"-r requirements/{e}-package.txt" for e in engines.split(",") if package_file(e).exists()]
+        assert wheels == ([f"install --no-deps {' '.join(packages)}"] if packages else [])
     assert pip_calls("kokoro,nope").returncode != 0  # an engine this code does not know fails the build
 
     # An engine's image holds no other engine's package: Kokoro's has no ChatTTS.
     base = requirement_names(ROOT / "requirements" / "base.txt")
     for engine in SPECS:
         installed = base | requirement_names(ROOT / "requirements" / f"{engine}.txt")
+        if package_file(engine).exists():
+            installed |= requirement_names(package_file(engine))
         assert engine in installed
         assert not installed & (set(SPECS) - {engine}), engine
     # requirements.txt (the whole stack) is base and every engine.
