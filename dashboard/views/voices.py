@@ -149,7 +149,7 @@ def voice_preview(request, voice_id: str):
         pcm = result.pcm16 if isinstance(result, CachedSpeech) else async_to_sync(result.read_all)()
     except ApiError as exc:
         return exc.response()
-    response = HttpResponse(encode(pcm, "mp3"), content_type="audio/mpeg")
+    response = HttpResponse(encode(pcm, "mp3", result.rate), content_type="audio/mpeg")  # the model's rate
     response["Cache-Control"] = "private, max-age=3600"
     return response
 

@@ -32,6 +32,7 @@ WEIGHTS = "model.safetensors"
 VAE = "audiovae.pth"
 TOKENIZER = ("tokenizer.json", "tokenizer_config.json")
 FILES = (CONFIG, WEIGHTS, VAE) + TOKENIZER
+ALTERNATES = ("pytorch_model.bin", "audiovae.safetensors", "special_tokens_map.json")  # also read by its loader
 ENV = "TTS_VOXCPM_MODEL_DIR"
 AUDIO_MARKERS = (101, 102, 103, 104)  # audio start/end, reference audio start/end (VoxCPM2Model)
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -33,7 +34,7 @@ from ..device import set_threads
 from ..engine import ModelUnavailable, fade_in
 from ..stretch import TimeStretch
 from ..text import TextError, estimate_seconds, has_words, normalize_segment, normalizer_version
-from .checkpoint import ENV, FILES, check_model_dir
+from .checkpoint import ALTERNATES, ENV, FILES, check_model_dir
 from .params import VoxCPMParams
 from .spec import PATCHES_PER_SECOND, SPEC
 
@@ -51,7 +52,11 @@ def _unloaded(model, model_dir: Path) -> list[str]:
 
     def read(safetensors: str, pickled: str) -> dict:  # the loader's order: safetensors first
         path = model_dir / safetensors
-        state: dict = load_file(str(path)) if path.is_file() else torch.load(model_dir / pickled, weights_only=True)
+        state: dict = (
+            load_file(str(path))
+            if path.is_file()
+            else torch.load(model_dir / pickled, map_location="cpu", weights_only=True)
+        )
         return state.get("state_dict", state)
 
     saved = read("model.safetensors", "pytorch_model.bin")
@@ -95,11 +100,17 @@ class VoxCPMEngine(BatchEngine):
 
         voxcpm2.tqdm = _no_progress_bar  # its generation loop draws a progress bar on stderr, every row
 
-        pick_precision(precision, ())  # "auto" only: the checkpoint's own dtype (config.json)
+        if precision not in ("auto", "fp32", "bf16"):  # TTS_PRECISION is every worker's: others' values pass
+            pick_precision(precision, ())
+        elif precision != "auto":
+            logger.warning(
+                "VoxCPM2 runs in its checkpoint's dtype (config.json); TTS_PRECISION=%s is not applied", precision
+            )
         dev = pick_device(device)
         set_threads(dev, threads)
         path, random_weights = cls._files(model_dir, hf_cache_dir)
-        sha = {rel: sha256_file(path / rel) for rel in FILES if (path / rel).is_file()}
+        # Every file the package's loader may read (it prefers the safetensors of each pair).
+        sha = {rel: sha256_file(path / rel) for rel in FILES + ALTERNATES if (path / rel).is_file()}
         manifest = read_manifest(path)
         if manifest is not None:
             wrong = sorted(rel for rel, digest in manifest.get("sha256", {}).items() if sha.get(rel) != digest)
@@ -108,7 +119,7 @@ class VoxCPMEngine(BatchEngine):
         dtype = str(json.loads((path / "config.json").read_text()).get("dtype", "bfloat16"))
         precision = "fp32" if dtype in ("float32", "fp32") else "bf16"  # the real weights': bfloat16
         try:
-            model = voxcpm2.VoxCPM2Model.from_local(str(path), optimize=False, device=dev.type)
+            model = voxcpm2.VoxCPM2Model.from_local(str(path), optimize=False, device=str(dev))
         except Exception as e:  # a shape that does not fit, a file the loader cannot read
             raise ModelUnavailable(f"VoxCPM2 could not load the model in {path}: {e}") from e
         problems = _unloaded(model, path)
@@ -148,13 +159,13 @@ class VoxCPMEngine(BatchEngine):
 
     def read(self, segment: str) -> str:
         """What VoxCPM2 reads: the segment with its numbers, money, percentages, times and dates
-        spelled out: in Spanish, French, German or Japanese where the segment is (`numbers`), else
-        with the English and Chinese grammars every engine uses; its other languages' digits are
-        left to the model, which reads them itself."""
-        lang = numbers.language_of(segment)
-        if not lang:
+        spelled out in Spanish, French, German or Japanese where it is in one of them
+        (`inference.numbers`), with the English and Chinese grammars every engine uses where it is
+        English or Chinese, and as written in its other languages (the model reads digits itself)."""
+        who = numbers.reading(segment)
+        if who == "grammars":
             return normalize_segment(segment, frozenset(), SPEC.name)
-        spoken = numbers.spell_out(segment, lang)
+        spoken = numbers.spell_out(segment, who) if who else re.sub(r"[ \t]+", " ", segment).strip()
         if not has_words(spoken):
             raise TextError("The input has nothing to say once spelled out (only spaces or symbols).")
         return spoken
@@ -166,7 +177,15 @@ class VoxCPMEngine(BatchEngine):
         return max(8, math.ceil(seconds * PATCHES_PER_SECOND))
 
     def voice_problem(self, params: VoxCPMParams) -> str | None:
-        return None  # a design is text: any design is a voice
+        """A design is text: any design is a voice, if it leaves the language model room for speech
+        (its static cache holds `max_length` steps: the design, the text and the audio patches)."""
+        tokens = len(self.model.text_tokenizer(params.prompt("")))
+        limit = self.model.config.max_length // 4
+        if tokens > limit:
+            return (
+                f"The voice design (instructions) is {tokens} tokens long; VoxCPM2 takes at most {limit}: shorten it."
+            )
+        return None
 
     def run_rows(
         self,
@@ -214,7 +233,7 @@ class VoxCPMEngine(BatchEngine):
                 streaming=True,
             )
             try:
-                for wav, _, _ in steps:
+                for wav, _, _ in self._guarded(steps, row.key):
                     patches += 1
                     pending.append(wav.reshape(-1).float().numpy())
                     if stop(row.key):
@@ -232,6 +251,17 @@ class VoxCPMEngine(BatchEngine):
         if len(tail):
             yield Audio(row.key, tail)
         yield Done(row.key, patches, np.zeros(0, dtype=np.int64))
+
+    @staticmethod
+    def _guarded(steps, key: str):
+        """The package's steps; a row that outgrows the language model's static cache ends where it
+        is (what it made is kept), instead of failing every row of the batch."""
+        try:
+            yield from steps
+        except ValueError as e:
+            if "KV cache is full" not in str(e):
+                raise
+            logger.warning("row %s ended early: the language model's cache is full", key)
 
     @staticmethod
     def _out(pending: list[np.ndarray], stretch: TimeStretch | None, first: bool) -> np.ndarray:

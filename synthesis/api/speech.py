@@ -148,7 +148,7 @@ async def speech(request: HttpRequest) -> HttpResponse:
     key = request.headers.get("Idempotency-Key", "")[:255]
     result = await speak(principal, limits, data, request.request_id, idempotency_key=key)
     if isinstance(result, CachedSpeech):
-        if fmt in ("pcm", "wav"):  # no codec work: stay on the event loop
+        if fmt in ("pcm", "wav") and result.rate == audio.SAMPLE_RATE:  # no codec work: stay on the event loop
             body = audio.encode(result.pcm16, fmt, result.rate)
         else:
             body = await in_thread(audio.encode)(result.pcm16, fmt, result.rate)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from inference.numbers import language_of, latin_language, spell_out
+from inference.numbers import latin_language, reading, spell_out
 
 
 @pytest.mark.parametrize(
@@ -22,9 +22,44 @@ def test_a_latin_texts_language_is_told_by_its_common_words(text, lang):
     assert latin_language(text) == lang
 
 
-def test_japanese_is_told_by_its_kana_and_english_and_chinese_are_not_this_modules():
-    assert language_of("今日は2026年です。") == "ja"
-    assert language_of("我有3个苹果。") == "" and language_of("I have 3 apples.") == ""
+def test_who_reads_the_numbers_of_each_language():
+    assert reading("今日は2026年です。") == "ja" and reading("Tengo 3 perros y un gato.") == "es"
+    assert reading("我有3个苹果。") == "grammars" and reading("I have 3 apples.") == "grammars"
+    assert reading("上海・北京は") == "ja"  # kana
+    assert reading("上海・北京") == "grammars"  # ・ alone is Chinese punctuation too
+    # Languages whose numbers are not spelled here: their digits are left to the model.
+    for text in (
+        "У меня 25 кошек.",
+        "저는 25살입니다.",
+        "Eu acho que ele vai para casa com 3 amigos.",
+        "Ik en jij hebben 3 katten.",
+        "Jeg har 3 katter og en hund.",
+        "Ho 3 gatti e non sono qui.",
+    ):
+        assert reading(text) == "", text
+
+
+@pytest.mark.parametrize(
+    "text, lang",
+    [
+        ("Tengo 1,000,000 de pesos.", "es"),
+        ("3 000円です。", "ja"),
+        ("1.234.5円", "ja"),
+        ("Son " + "9" * 42 + " granos.", "es"),
+        ("Cuesta 1000000000000000000000000000000 €.", "es"),
+    ],
+)
+def test_odd_numbers_never_fail_the_text(text, lang):
+    assert spell_out(text, lang)  # spelled, or left as written: never an exception
+
+
+def test_periods_commas_and_ordinals_in_their_own_languages():
+    assert spell_out("Son 2.5 kilos.", "es") == "Son dos punto cinco kilos."
+    assert spell_out("Son 1,5 kilos.", "es") == "Son uno coma cinco kilos."
+    assert spell_out("Tengo 25. Luego me voy.", "es") == "Tengo veinticinco. Luego me voy."
+    assert spell_out("Es waren 25. Dann kam er.", "de") == "Es waren fünfundzwanzig. Dann kam er."
+    assert spell_out("Il est 1h.", "fr") == "Il est une heure."
+    assert spell_out("会議は14:30に", "ja") == "会議は十四時三十分に"
 
 
 @pytest.mark.parametrize(
