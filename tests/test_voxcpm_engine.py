@@ -186,3 +186,9 @@ def test_it_reads_numbers_in_the_segments_language(engine):
     assert engine.read("Der Zug kommt um 9:15 an.") == "Der Zug kommt um neun Uhr fünfzehn an."
     assert "twenty five" in engine.read("I have 25 apples.")  # English: the grammars every engine uses
     assert engine.read("今日は5月です。") == "今日は五月です。"
+
+
+def test_a_design_too_long_for_the_language_models_cache_is_refused(engine):
+    assert engine.voice_problem(CALM) is None
+    problem = engine.voice_problem(VoxCPMParams(design="a warm voice " * 400, seed=1))
+    assert problem and "tokens long" in problem and "shorten it" in problem
