@@ -21,6 +21,7 @@ from django.test import Client
 from accounts.models import AuditEvent, Membership, Organization
 from billing.limits import subscription_for
 from billing.models import Plan, QuotaPeriod, UsageEvent
+from inference.registry import SPECS
 from synthesis.api import protocol
 from synthesis.service.prepared import zero_retention
 
@@ -193,7 +194,7 @@ def test_the_console_refuses_a_plans_lists_and_numbers_and_bad_overrides(admin_c
     errors = " | ".join(errors_of(refused))
     for expected in (
         "Not codecs: mp4",
-        "Not model ids (one of chattts, kokoro): gpt-9.",
+        f"Not model ids (one of {', '.join(sorted(SPECS))}): gpt-9.",
         "A JSON list of names",
         "The weight of 'kokoro' must be a number above 0.",
         "At least 0 and at most 9.",
