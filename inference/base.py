@@ -24,7 +24,6 @@ from .spec import EngineSpec
 
 class BatchEngine:
     spec: ClassVar[EngineSpec]
-    precisions: ClassVar[tuple[str, ...]] = ("fp32",)  # what `load(precision=...)` takes besides "auto"
 
     @property
     def sample_rate(self) -> int:

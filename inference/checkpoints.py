@@ -30,6 +30,14 @@ def read_manifest(directory: str | Path) -> dict | None:
     return json.loads(path.read_text())
 
 
+def mismatched(manifest: dict | None, sha256: dict[str, str]) -> list[str]:
+    """The files a generated checkpoint's manifest names whose SHA-256 is not the one found now (a
+    partial copy, a file changed by hand); none without a manifest (real weights)."""
+    if manifest is None:
+        return []
+    return sorted(rel for rel, digest in manifest.get("sha256", {}).items() if sha256.get(rel) != digest)
+
+
 def write_manifest(directory: str | Path, manifest: dict) -> None:
     (Path(directory) / MANIFEST).write_text(json.dumps(manifest, indent=1, ensure_ascii=False))
 

@@ -46,7 +46,6 @@ SPEAKERS_KEPT = 256  # decoded speaker embeddings a worker keeps (organizations'
 
 class ChatTTSEngine(BatchEngine):
     spec = SPEC
-    precisions = PRECISIONS
     check_model_dir = staticmethod(check_model_dir)
 
     def __init__(

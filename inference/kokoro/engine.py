@@ -55,7 +55,6 @@ def _pieces(text: str, accent: str) -> tuple[Piece, ...]:
 
 class KokoroEngine(BatchEngine):
     spec = SPEC
-    precisions = PRECISIONS
     check_model_dir = staticmethod(check_model_dir)
 
     def __init__(

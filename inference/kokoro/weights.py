@@ -23,7 +23,7 @@ from pathlib import Path
 
 import torch
 
-from ..checkpoints import read_manifest, sha256_file
+from ..checkpoints import mismatched, read_manifest, sha256_file
 from ..engine import ModelUnavailable
 from .checkpoint import CONFIG, ENV, MODULES, WEIGHTS, check_model_dir
 from .g2p import VOCAB
@@ -53,12 +53,11 @@ def local_files(model_dir: str) -> Files:
     relative = [CONFIG, WEIGHTS] + [f"voices/{v}.pt" for v in voices]
     sha = {rel: sha256_file(base / rel) for rel in relative}
     manifest = read_manifest(base)
-    if manifest is not None:
-        wrong = sorted(rel for rel, digest in manifest.get("sha256", {}).items() if sha.get(rel) != digest)
-        if wrong:
-            raise ModelUnavailable(
-                f"{ENV}={model_dir}: {', '.join(wrong)} do not match checkpoint.json's SHA-256 (a partial copy?)."
-            )
+    wrong = mismatched(manifest, sha)
+    if wrong:
+        raise ModelUnavailable(
+            f"{ENV}={model_dir}: {', '.join(wrong)} do not match checkpoint.json's SHA-256 (a partial copy?)."
+        )
     random_weights = bool(manifest and manifest.get("random_weights"))
     return Files(base / CONFIG, base / WEIGHTS, voices, random_weights, sha)
 

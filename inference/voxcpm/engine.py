@@ -29,7 +29,7 @@ import numpy as np
 from .. import numbers
 from ..base import BatchEngine, model_version, pick_device, pick_precision
 from ..batch import Audio, BatchRow, Done, Event
-from ..checkpoints import read_manifest, sha256_file
+from ..checkpoints import mismatched, read_manifest, sha256_file
 from ..device import set_threads
 from ..engine import ModelUnavailable, fade_in
 from ..stretch import TimeStretch
@@ -100,22 +100,21 @@ class VoxCPMEngine(BatchEngine):
 
         voxcpm2.tqdm = _no_progress_bar  # its generation loop draws a progress bar on stderr, every row
 
-        if precision not in ("auto", "fp32", "bf16"):  # TTS_PRECISION is every worker's: others' values pass
-            pick_precision(precision, ())
-        elif precision != "auto":
+        if precision != "auto":  # TTS_PRECISION is every worker's: the other engines' values pass, unapplied
+            pick_precision(precision, ("fp32", "bf16"))
             logger.warning(
                 "VoxCPM2 runs in its checkpoint's dtype (config.json); TTS_PRECISION=%s is not applied", precision
             )
         dev = pick_device(device)
         set_threads(dev, threads)
-        path, random_weights = cls._files(model_dir, hf_cache_dir)
+        path = cls._files(model_dir, hf_cache_dir)
         # Every file the package's loader may read (it prefers the safetensors of each pair).
         sha = {rel: sha256_file(path / rel) for rel in FILES + ALTERNATES if (path / rel).is_file()}
         manifest = read_manifest(path)
-        if manifest is not None:
-            wrong = sorted(rel for rel, digest in manifest.get("sha256", {}).items() if sha.get(rel) != digest)
-            if wrong:
-                raise ModelUnavailable(f"{ENV}={path}: {', '.join(wrong)} do not match checkpoint.json's SHA-256.")
+        wrong = mismatched(manifest, sha)
+        if wrong:
+            raise ModelUnavailable(f"{ENV}={path}: {', '.join(wrong)} do not match checkpoint.json's SHA-256.")
+        random_weights = bool(manifest and manifest.get("random_weights"))
         dtype = str(json.loads((path / "config.json").read_text()).get("dtype", "bfloat16"))
         precision = "fp32" if dtype in ("float32", "fp32") else "bf16"  # the real weights': bfloat16
         try:
@@ -140,17 +139,16 @@ class VoxCPMEngine(BatchEngine):
         return cls(model.eval(), dev, version, random_weights, fixed_length)
 
     @staticmethod
-    def _files(model_dir: str, hf_cache_dir: str) -> tuple[Path, bool]:
+    def _files(model_dir: str, hf_cache_dir: str) -> Path:
         if model_dir:
             problem = check_model_dir(model_dir)
             if problem:
                 raise ModelUnavailable(problem)
-            manifest = read_manifest(model_dir)
-            return Path(model_dir), bool(manifest and manifest.get("random_weights"))
+            return Path(model_dir)
         from huggingface_hub import snapshot_download  # noqa: PLC0415  (only when no model directory is set)
 
         try:
-            return Path(snapshot_download(repo_id=REPO, cache_dir=hf_cache_dir or None)), False
+            return Path(snapshot_download(repo_id=REPO, cache_dir=hf_cache_dir or None))
         except Exception as e:
             raise ModelUnavailable(
                 f"VoxCPM2 could not download its weights from Hugging Face ({REPO}): {e}. Check the network, or "

@@ -5,7 +5,7 @@ come. `output_format` maps a name to its `Format`.
 
 The plain names (OpenAI's `response_format` values, `FORMATS`), all at 24 kHz on every engine
 (OpenAI's contract: clients assume it of `pcm`; an engine that makes 48 kHz is heard at its own rate
-with `pcm_48000`, `wav_48000` or a request's `sample_rate`):
+with the extended names, `pcm_48000` or `wav_48000`):
   mp3   MPEG audio, 64 kbps
   opus  Opus in Ogg, 48 kbps
   aac   AAC in ADTS, 64 kbps
