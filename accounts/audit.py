@@ -53,6 +53,7 @@ ACTIONS = {
     "organization.renamed": "organization renamed",
     "organization.closed": "organization closed by its owner",
     "voice.created": "voice created",
+    "voice.consent": "consent stated for a voice from a recording",
     "voice.deleted": "voice deleted",
     "lexicon.created": "lexicon created",
     "lexicon.updated": "lexicon changed",

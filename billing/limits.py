@@ -32,6 +32,7 @@ class Limits:
     has_overage: bool = False  # characters beyond the included ones are sold (up to the spending limit)
     max_job_chars: int = 20_000  # input of one asynchronous job
     max_custom_voices: int = 3
+    max_cloned_voices: int = 3  # of those, made from a recording (0: the plan has no voice cloning)
     max_lexicon_entries: int = 100
     allowed_models: tuple[str, ...] = ()  # empty: every model served
     model_weights: dict[str, float] = field(default_factory=dict, hash=False, compare=False)
@@ -104,6 +105,7 @@ def limits_for(org: Organization) -> Limits:
         has_overage=overage,
         max_job_chars=max(plan.max_job_chars, pick("max_input_chars")),
         max_custom_voices=plan.max_custom_voices,
+        max_cloned_voices=min(plan.max_cloned_voices, plan.max_custom_voices),
         max_lexicon_entries=plan.max_lexicon_entries,
         allowed_models=_names(plan, "allowed_models"),
         model_weights=_weights(plan),

@@ -29,6 +29,9 @@ class Plan(models.Model):
     max_input_chars = models.PositiveIntegerField()
     max_job_chars = models.PositiveIntegerField(default=20_000, help_text="input of one asynchronous job")
     max_custom_voices = models.PositiveIntegerField(default=3, help_text="the organization's own voices")
+    max_cloned_voices = models.PositiveIntegerField(
+        default=3, help_text="of those, voices made from a person's recording (0: no voice cloning)"
+    )
     max_lexicon_entries = models.PositiveIntegerField(
         default=100, help_text="pronunciation lexicon entries, all lexicons together"
     )

@@ -16,7 +16,7 @@ from billing import offer
 from inference.spec import EngineSpec
 from tts_saas.errors import ApiError
 from voices.actions import MAX_MIX
-from voices.recordings import RECORDING_SECONDS
+from voices.recordings import CONSENT_STATEMENT
 
 from . import engines
 
@@ -75,6 +75,8 @@ PLAIN = {
         "ChatTTS's Chat.sample_random_speaker() returns."
     ),
     ("audio", "No file was submitted."): "Choose a recording to upload.",
+    ("consent", "a voice from a recording needs your statement"): "Tick the statement: a voice is copied only with "
+    "its speaker's consent.",
     ("", "This field may not be blank."): "Fill this in.",
     ("", "This field is required."): "Fill this in.",
     ("", "A valid integer is required."): "Enter a whole number.",
@@ -126,15 +128,15 @@ class VoiceForm(forms.Form):
         required=False,
         label="Recording",
         widget=forms.ClearableFileInput(attrs={"accept": "audio/*,.wav,.mp3,.flac,.ogg,.opus,.m4a,.webm"}),
-        help_text=f"{RECORDING_SECONDS[0]:g} to {RECORDING_SECONDS[1]:g} seconds of one person speaking clearly, "
-        "without music or other voices (wav, mp3, flac, ogg, m4a or webm).",
+        help_text="One person speaking clearly, without music or other voices (wav, mp3, flac, ogg, m4a or webm).",
     )
     transcript = forms.CharField(
         required=False,
         max_length=300,
         widget=forms.Textarea(attrs={"rows": 2}),
-        help_text="Exactly what the recording says.",
+        help_text="Exactly what the recording says (ChatTTS needs it; VoxCPM2 clones closer with it).",
     )
+    consent = forms.BooleanField(required=False, label=CONSENT_STATEMENT)
     keep_upload = forms.BooleanField(
         required=False, label="Keep the uploaded file with the voice (it is deleted with the voice)"
     )
@@ -158,7 +160,12 @@ class VoiceForm(forms.Form):
         # A request's body is limited (TTS_MAX_BODY_BYTES): the page says so before sending a file over it.
         upload_limit = settings.TTS_MAX_BODY_BYTES - UPLOAD_FORM_BYTES
         self.fields["audio"].widget.attrs["data-max-bytes"] = upload_limit
-        self.fields["audio"].help_text += f" At most {upload_limit / 1e6:.1f} MB."
+        lengths = "; ".join(
+            f"{spec.title}: {spec.recording_seconds[0]:g} to {spec.recording_seconds[1]:g} s"
+            for spec in specs
+            if spec.features.recording_voices
+        )
+        self.fields["audio"].help_text += f" {lengths}. At most {upload_limit / 1e6:.1f} MB."
         self.fields["model"].choices = [(spec.name, engines.label(spec)) for spec in specs]
         self.fields["model"].initial = default if default in self.specs else next(iter(self.specs), None)
         voices = [("", "—")] + [
@@ -189,8 +196,11 @@ class VoiceForm(forms.Form):
         return [(self[f"mix_voice_{row}"], self[f"mix_weight_{row}"]) for row in range(MAX_MIX)]
 
     def recording(self) -> bool:
-        """Whether the voice is made from an uploaded recording (`voices.actions.create_voice_from_recording`)."""
-        return self.cleaned_data.get("source") == "recording" and not self.rows_sent()
+        """Whether the voice is made from an uploaded recording (`voices.actions.create_voice_from_recording`):
+        as the choice says, or always on a model that makes voices from nothing else."""
+        spec = self.specs.get(self.cleaned_data.get("model", ""))
+        only = spec is not None and spec.features.recording_voices and not spec.features.speaker_voices
+        return (self.cleaned_data.get("source") == "recording" or only) and not self.rows_sent()
 
     def rows_sent(self) -> list[int]:
         data = self.cleaned_data
@@ -202,7 +212,8 @@ class VoiceForm(forms.Form):
         body = {"name": data["name"], "description": data["description"], "model": spec.name}
         if self.recording():
             upload = {"audio": data["audio"]} if data["audio"] else {}  # else the API's "No file was submitted."
-            return {**body, "transcript": data["transcript"], "keep_upload": data["keep_upload"], **upload}
+            fields = {"transcript": data["transcript"], "keep_upload": data["keep_upload"], "consent": data["consent"]}
+            return {**body, **fields, **upload}
         self.rows = self.rows_sent()
         if self.rows or (spec.features.mixed_voices and not spec.features.speaker_voices):
             # A blank weight is 1; the model refuses a mix if it makes none (and says what it makes).

@@ -85,6 +85,10 @@ class EngineSpec:
     # within a segment; a sentence each, the first one cut short, for one that makes each whole.
     segmenting: Segmenting = field(default=Segmenting())
     sample_rate: int = SAMPLE_RATE  # of the float32 mono audio it generates (Hz): its audio carries it
+    # A voice from a recording (features.recording_voices): how long the recording may be (seconds),
+    # and whether its transcript is needed (ChatTTS's zero-shot reads it; VoxCPM2 clones without).
+    recording_seconds: tuple[float, float] = (1.0, 15.0)
+    transcript_required: bool = True
 
     @property
     def queue_name(self) -> str:

@@ -95,8 +95,8 @@ def synthesize_job(job_id: str) -> None:
 @shared_task(name="synthesis.tasks.encode_voice_recording", acks_late=True)
 def encode_voice_recording(voice_id: str) -> None:
     """A voice's reference recording through this worker's model (engines with recording voices:
-    ChatTTS's zero-shot speaker codes and the transcript spelled out); the voice is then ready (or
-    failed, saying why)."""
+    ChatTTS's zero-shot speaker codes, VoxCPM2's latent patches; the transcript spelled out); the
+    voice is then ready (or failed, saying why)."""
     from tts_saas.redis import get_redis  # noqa: PLC0415  (only this task needs the raw client)
     from voices.models import Voice  # noqa: PLC0415
     from voices.recordings import RECORDING_KEY  # noqa: PLC0415  (the web side's module: imported late)
@@ -108,6 +108,7 @@ def encode_voice_recording(voice_id: str) -> None:
 
     def failed(reason: str) -> None:
         Voice.objects.filter(pk=voice_id).update(status=Voice.Status.FAILED, error=reason[:300])
+        get_redis().delete(RECORDING_KEY.format(voice_id))  # nothing of the recording is kept
 
     engine = current.engine
     if engine is None or engine.spec.name != voice.model or not engine.spec.features.recording_voices:

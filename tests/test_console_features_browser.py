@@ -46,6 +46,10 @@ def test_a_voice_is_made_from_a_recording_and_its_status_is_followed(live_stack,
 
         page.set_input_files("#id_audio", str(good))
         page.click("button:has-text('Create voice')")
+        expect(page.locator("#id_consent_error")).to_contain_text("Tick the statement")  # no copy without consent
+        page.set_input_files("#id_audio", str(good))
+        page.check("#id_consent")
+        page.click("button:has-text('Create voice')")
         expect(page.locator(".messages")).to_contain_text("Voice Narrator is being made from the recording")
         page.evaluate("window.notReloaded = true")
         row = page.locator("#own-voices tr", has_text="Narrator")

@@ -20,6 +20,7 @@ import pybase16384 as b14
 import pytest
 import websockets
 
+from accounts.models import AuditEvent, Organization
 from billing.models import QuotaPeriod, UsageEvent
 from inference.chattts.engine import ChatTTSEngine
 from inference.chattts.speakers import canonical
@@ -30,7 +31,10 @@ from tests.factories import own_plan
 from tests.test_jobs import wait_for
 from tests.test_websocket import collect
 from tests.waiting import wait_until
+from tts_saas.errors import ApiError
+from voices.actions import create_voice_from_recording
 from voices.models import Voice
+from voices.recordings import CONSENT_STATEMENT
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -155,7 +159,7 @@ def recording(seconds: float, rate: int = 16_000) -> bytes:
 
 
 def test_a_voice_from_a_recording_is_encoded_by_a_worker_and_then_speaks(live_stack, owner):
-    body = {"name": "Recorded", "transcript": "A short reference sentence."}
+    body = {"name": "Recorded", "transcript": "A short reference sentence.", "consent": "true"}
     with live_stack.client(owner.key) as client:
         created = client.post("/audio/voices", data=body, files={"audio": ("me.wav", recording(1.5), "audio/wav")})
         assert created.status_code == 201, created.text
@@ -169,6 +173,10 @@ def test_a_voice_from_a_recording_is_encoded_by_a_worker_and_then_speaks(live_st
         assert wait_until(ready, 60, "the recording was never encoded")["status"] == "ready"
         stored = Voice.objects.get(pk=voice["id"])
         assert stored.sample and stored.sample_text and not stored.upload  # the upload is not kept
+        assert stored.consent["statement"] == CONSENT_STATEMENT and stored.consent["by"]["type"] == "key"
+        assert client.get(f"/audio/voices/{voice['id']}").json()["consent"]["at"] == stored.consent["at"]
+        consented = AuditEvent.objects.get(organization=owner.org, action="voice.consent")
+        assert consented.target == f"voice:{voice['id']}" and consented.after["statement"] == CONSENT_STATEMENT
         first = speak(client, voice=voice["id"])
         again = speak(client, voice=voice["id"])
         assert (first.headers["x-cache"], again.headers["x-cache"]) == ("miss", "hit")
@@ -217,3 +225,51 @@ def test_a_voice_can_be_heard_without_being_billed(live_stack, owner, outsider):
     quota = QuotaPeriod.objects.filter(organization=owner.org).first()
     assert quota is None or (quota.used, quota.reserved) == (0, 0)  # previews are not billed
     assert set(UsageEvent.objects.filter(organization=owner.org).values_list("characters", flat=True)) <= {0}
+
+
+def test_cloning_needs_consent_a_plan_that_includes_it_and_keeps_nothing_under_zero_retention(live_stack, owner):
+    """A voice from a recording is refused without the creator's statement, on a plan without
+    cloning or past its count, and keeping the upload under zero retention; nothing is made then."""
+    files = {"audio": ("me.wav", recording(1.5), "audio/wav")}
+    body = {"name": "Clone", "transcript": "A short reference sentence."}
+    with live_stack.client(owner.key) as client:
+        for consent in ({}, {"consent": "false"}):
+            refused = client.post("/audio/voices", data={**body, **consent}, files=files)
+            error = refused.json()["error"]
+            assert (refused.status_code, error["code"], error["param"]) == (400, "consent_required", "consent")
+            assert CONSENT_STATEMENT in error["message"]
+        own_plan(owner.org, "no-cloning", max_cloned_voices=0)
+        closed = client.post("/audio/voices", data={**body, "consent": "true"}, files=files)
+        assert closed.status_code == 403 and "does not include voices made from recordings" in closed.text
+        assert client.post("/audio/voices", json={"name": "Seeded", "seed": 5}).status_code == 201  # others still
+        own_plan(owner.org, "one-clone", max_cloned_voices=1)
+        first = client.post("/audio/voices", data={**body, "consent": "true"}, files=files)
+        assert first.status_code == 201, first.text
+        second = client.post("/audio/voices", data={**body, "name": "Clone 2", "consent": "true"}, files=files)
+        assert second.status_code == 403 and "allows 1 voices made from recordings" in second.text
+        assert client.delete(f"/audio/voices/{first.json()['id']}").json()["deleted"] is True
+        Organization.objects.filter(pk=owner.org.pk).update(data_retention=Organization.Retention.ZERO)
+        kept = client.post("/audio/voices", data={**body, "consent": "true", "keep_upload": "true"}, files=files)
+        assert kept.status_code == 400 and kept.json()["error"]["param"] == "keep_upload"
+    assert not Voice.objects.filter(organization=owner.org, source="recording").exists()
+
+
+def test_the_operator_can_turn_cloning_off_and_its_rate_is_limited(live_stack, owner, settings):
+    """TTS_VOICE_CLONING=false refuses every voice from a recording; TTS_CLONE_RATE counts an
+    organization's clones started (429 with Retry-After past it)."""
+    from django.core.files.uploadedfile import SimpleUploadedFile  # noqa: PLC0415
+
+    def body(name: str) -> dict:
+        audio = SimpleUploadedFile("me.wav", recording(1.5), content_type="audio/wav")
+        return {"name": name, "transcript": "A short reference sentence.", "consent": True, "audio": audio}
+
+    settings.TTS_VOICE_CLONING = False
+    with pytest.raises(ApiError) as off:
+        create_voice_from_recording(owner.org, body("Off"))
+    assert (off.value.status, off.value.code) == (403, "voice_cloning_disabled")
+    settings.TTS_VOICE_CLONING, settings.TTS_CLONE_RATE = True, "2/h"
+    made = [create_voice_from_recording(owner.org, body(f"Rated {n}")) for n in range(2)]
+    with pytest.raises(ApiError) as limited:
+        create_voice_from_recording(owner.org, body("Rated 3"))
+    assert limited.value.status == 429 and int(limited.value.headers["Retry-After"]) >= 1
+    assert [v.consent["statement"] for v in made] == [CONSENT_STATEMENT] * 2

@@ -20,6 +20,9 @@ import pytest
 import websockets
 
 from tests import stack
+from tests.test_custom_voices import recording
+from tests.waiting import wait_until
+from voices.models import Voice
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -131,6 +134,45 @@ def test_instructions_design_the_voice(voxcpm_alone, owner):
         )
     assert whisper.headers["x-cache"] == "miss" and whisper.content != plain.content
     assert whisper.headers["x-instructions"] == "applied" and "x-instructions" not in plain.headers
+
+
+def test_a_voice_cloned_from_a_recording_is_encoded_once_and_speaks_with_and_without_instructions(voxcpm_alone, owner):
+    """A recording of 20 s (over ChatTTS's 15, within VoxCPM2's 30), no transcript: a worker encodes
+    it into the model's reference, kept with the voice; it then speaks, cached by seed, styled by
+    `instructions`; one with a transcript speaks differently (the recording continued)."""
+    headers = {"Authorization": f"Bearer {owner.key}"}
+    with httpx.Client(base_url=f"{voxcpm_alone}/v1", headers=headers, timeout=120) as client:
+
+        def clone(name: str, seconds: float, **fields) -> httpx.Response:
+            files = {"audio": ("me.wav", recording(seconds), "audio/wav")}
+            return client.post("/audio/voices", data={"name": name, "model": "voxcpm", **fields}, files=files)
+
+        unsaid = clone("Unsaid", 20, consent="true")
+        assert unsaid.status_code == 201, unsaid.text
+        said = clone("Said", 3, consent="true", transcript="It costs 12 dollars.")
+        too_long = clone("Long", 31, consent="true")
+        unconsented = clone("Nope", 3)
+
+        def ready(voice_id: str):
+            seen = client.get(f"/audio/voices/{voice_id}").json()
+            return seen if seen["status"] != "processing" else None
+
+        for created in (unsaid, said):
+            voice_id = created.json()["id"]
+            assert wait_until(lambda v=voice_id: ready(v), 120, "never encoded")["status"] == "ready"
+        stored = Voice.objects.get(pk=unsaid.json()["id"])
+        assert stored.sample and stored.sample_text == "" and stored.consent["by"]["type"] == "key"
+        assert Voice.objects.get(pk=said.json()["id"]).sample_text == "It costs twelve dollars."
+        first = speak(client, model="voxcpm", voice=stored.id, response_format="pcm")
+        again = speak(client, model="voxcpm", voice=stored.id, response_format="pcm")
+        styled = speak(client, model="voxcpm", voice=stored.id, response_format="pcm", instructions="Whisper.")
+        continued = speak(client, model="voxcpm", voice=said.json()["id"], response_format="pcm")
+        builtin = speak(client, model="voxcpm", voice="alloy", response_format="pcm")
+    assert (first.headers["x-cache"], again.headers["x-cache"]) == ("miss", "hit") and again.content == first.content
+    assert styled.headers["x-instructions"] == "applied"
+    assert len({first.content, styled.content, continued.content, builtin.content}) == 4
+    assert too_long.status_code == 400 and "use 1 to 30 s" in too_long.json()["error"]["message"]
+    assert unconsented.status_code == 400 and unconsented.json()["error"]["code"] == "consent_required"
 
 
 def test_a_jobs_stored_wav_is_24k_and_its_duration_is_the_models(voxcpm_alone, owner):

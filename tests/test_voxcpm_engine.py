@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import math
 import os
 import shutil
 from pathlib import Path
@@ -21,6 +22,7 @@ from inference.engine import PAUSE_SECONDS, ModelUnavailable, SynthesisRequest
 from inference.voxcpm.checkpoint import CONFIG, FILES, WEIGHTS, check_model_dir, make_checkpoint
 from inference.voxcpm.engine import VoxCPMEngine
 from inference.voxcpm.params import VoxCPMParams
+from inference.voxcpm.references import pack, unpack
 from inference.voxcpm.spec import SPEC
 from tests.unit.test_kokoro_text import no_network
 
@@ -192,3 +194,51 @@ def test_a_design_too_long_for_the_language_models_cache_is_refused(engine):
     assert engine.voice_problem(CALM) is None
     problem = engine.voice_problem(VoxCPMParams(design="a warm voice " * 400, seed=1))
     assert problem and "tokens long" in problem and "shorten it" in problem
+
+
+def speaker(seconds: float, pitch: float = 220.0) -> np.ndarray:
+    """A 24 kHz 'recording' (as the web side hands one to a worker): a tone and a little noise."""
+    t = np.arange(int(seconds * 24000)) / 24000
+    noise = 0.02 * np.random.default_rng(3).standard_normal(len(t))
+    return (0.3 * np.sin(2 * np.pi * pitch * t) + noise).astype(np.float32)
+
+
+def test_a_recording_becomes_a_reference_of_the_models_latent_patches(engine):
+    voice = engine.voice_from_recording(speaker(2.0), "It costs 12 dollars.")
+    patches = unpack(voice["sample"], 4, 64)  # the tiny model's patch size and latent size
+    assert patches.shape == (math.ceil(2.0 * 16000 / (4 * 640)), 4, 64)  # 16 kHz, whole patches
+    assert np.isfinite(patches).all() and np.abs(patches).max() > 0
+    assert voice["sample_text"] == "It costs twelve dollars."  # read as the model reads text
+    assert engine.voice_from_recording(speaker(2.0), "")["sample_text"] == ""  # VoxCPM2 clones without one
+    other = unpack(engine.voice_from_recording(speaker(2.0, pitch=440.0), "")["sample"], 4, 64)
+    assert not np.allclose(other, patches)  # another voice, another reference
+
+
+def test_a_cloned_voice_speaks_continued_or_styled_and_its_seed_decides_it(engine):
+    voice = engine.voice_from_recording(speaker(1.5), "A short reference sentence.")
+    continued = VoxCPMParams.from_request({}, voice, seed=7)
+    styled = VoxCPMParams.from_request({"instructions": "Whisper, slowly."}, voice, seed=7)
+    timbre = VoxCPMParams.from_request({}, {**voice, "sample_text": ""}, seed=7)
+    assert (continued.mode, styled.mode, timbre.mode, CALM.mode) == ("continuation", "reference", "reference", "design")
+    assert styled.design == "Whisper, slowly." and continued.design == "" and timbre.reference == voice["sample"]
+    text = engine.read("Good morning to you.")
+    out = {
+        p.mode + str(i): run(engine, [BatchRow("a", text, p, 12)])["a"]["audio"]
+        for i, p in enumerate((continued, styled, timbre, CALM))
+    }
+    assert all(len(a) and np.isfinite(a).all() for a in out.values())
+    audios = list(out.values())
+    assert all(len(a) != len(b) or not np.allclose(a, b) for i, a in enumerate(audios) for b in audios[i + 1 :])
+    assert np.array_equal(run(engine, [BatchRow("a", text, continued, 12)])["a"]["audio"], out["continuation0"])
+    assert engine.references.decoded == 1  # the reference decoded once, kept for the rows after
+
+
+def test_a_reference_of_another_model_is_refused_when_used(engine):
+    wrong = VoxCPMParams(design="", seed=1, reference=pack(np.zeros((3, 2, 64), dtype=np.float32)))
+    problem = engine.voice_problem(wrong)
+    assert problem and "(n, 4, 64)" in problem and "again from its recording" in problem
+    assert "cannot be read" in engine.voice_problem(VoxCPMParams(design="", seed=1, reference="not base64!"))
+    huge = engine.voice_from_recording(speaker(1.0), "")  # fits; a reference beyond the cache does not
+    long = VoxCPMParams(design="", seed=1, reference=pack(np.ones((3000, 4, 64), dtype=np.float32)))
+    assert engine.voice_problem(VoxCPMParams(design="", seed=1, reference=huge["sample"])) is None
+    assert "steps" in engine.voice_problem(long)

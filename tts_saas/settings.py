@@ -11,6 +11,7 @@ from .dashboard_settings import *  # noqa: F403 (the product's name, logo, sourc
 from .env import envbool, envfloat, envint, envsecret, envstr
 from .identity_settings import *  # noqa: F403 (allauth: single sign-on, second factors)
 from .identity_settings import IDENTITY_APPS, IDENTITY_MIDDLEWARE
+from .voice_settings import *  # noqa: F403 (voice cloning: the operator's switch, its rate)
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(envstr("TTS_VAR_DIR", str(BASE_DIR / "var")))
@@ -274,8 +275,7 @@ STRIPE_WEBHOOK_TOLERANCE = envint("STRIPE_WEBHOOK_TOLERANCE", 300)  # seconds a 
 TTS_ENGINES = [e.strip() for e in envstr("TTS_ENGINES", "chattts,kokoro").split(",") if e.strip()]
 # The engine OpenAI's model names (tts-1, tts-1-hd, gpt-4o-mini-tts) and requests without `model` use.
 TTS_DEFAULT_MODEL = envstr("TTS_DEFAULT_MODEL", TTS_ENGINES[0] if TTS_ENGINES else "")
-# Each engine's model directory, TTS_<ENGINE>_MODEL_DIR (TTS_MODEL_DIR: ChatTTS's, its earlier name);
-# empty: the model's own Hugging Face download.
+# TTS_<ENGINE>_MODEL_DIR: each engine's model directory (TTS_MODEL_DIR: ChatTTS's old name); empty: its download.
 TTS_MODEL_DIR = envstr("TTS_MODEL_DIR")
 TTS_MODEL_DIRS = {
     "chattts": envstr("TTS_CHATTTS_MODEL_DIR", TTS_MODEL_DIR),

@@ -20,8 +20,9 @@ from inference.spec import EngineSpec
 from tts_saas.errors import ApiError, validation_error
 from tts_saas.serializers import StrictSerializer
 
+from . import cloning
 from .models import Voice
-from .recordings import check_transcript, decode_upload, start_encoding
+from .recordings import CONSENT_STATEMENT, check_transcript, decode_upload, start_encoding
 
 NAME = re.compile(r"\A[\w .'()-]{1,64}\Z")
 MAX_MIX = 8  # voices in a mix
@@ -44,10 +45,21 @@ class VoiceSerializerBase(StrictSerializer):
 
 
 class RecordingVoiceSerializer(VoiceSerializerBase):
-    transcript = serializers.CharField(max_length=300, help_text="Exactly what the recording says.")
-    audio = serializers.FileField(help_text="1 to 15 s of one speaker: wav, mp3, flac, ogg/opus, m4a or webm.")
+    transcript = serializers.CharField(
+        max_length=300,
+        required=False,
+        default="",
+        allow_blank=True,
+        help_text="Exactly what the recording says (ChatTTS needs it; on VoxCPM2 it makes the clone closer).",
+    )
+    audio = serializers.FileField(
+        help_text="One speaker, 1 to 15 s (ChatTTS) or 1 to 30 s (VoxCPM2): wav, mp3, flac, ogg/opus, m4a or webm."
+    )
     keep_upload = serializers.BooleanField(
         required=False, default=False, help_text="Keep the uploaded file with the voice (it is not kept otherwise)."
+    )
+    consent = serializers.BooleanField(
+        required=False, default=False, help_text=f"Required, true: you state: {CONSENT_STATEMENT}"
     )
 
 
@@ -142,13 +154,16 @@ def create_voice(org, body) -> Voice:
 
 
 def create_voice_from_recording(org, body) -> Voice:
-    """A voice from a reference recording and its transcript, for a model that can make one."""
+    """A voice from a reference recording (and its transcript), for a model that can make one,
+    where the operator, the plan, the organization's rate and retention allow, with the creator's
+    consent statement."""
     incoming = RecordingVoiceSerializer(data=body)
     if not incoming.is_valid():
         raise validation_error(incoming.errors)
     data = incoming.validated_data
     spec = model_of(data)
-    offer.check_allowed(limits_for(org), spec)
+    limits = limits_for(org)
+    offer.check_allowed(limits, spec)
     if not spec.features.recording_voices:
         instead = (
             "It has no voice cloning: its voices are trained style vectors. Make a mix of its built-in voices "
@@ -157,21 +172,28 @@ def create_voice_from_recording(org, body) -> Voice:
             else ""
         )
         raise _refuse(spec, "from a recording", instead, "audio")
+    cloning.check_allowed(org, limits)
     try:
         transcript = check_transcript(data["transcript"], spec)
     except serializers.ValidationError as exc:
         raise validation_error({"transcript": exc.detail}) from None
     upload = data["audio"]
-    recording = decode_upload(upload)
+    recording = decode_upload(upload, spec)
+    cloning.check_consent(data["consent"])
+    cloning.check_retention(org, data["keep_upload"])
+    cloning.count_attempt(org)
     voice = _create(
         org,
+        cloned=limits,
         name=data["name"],
         description=data["description"],
         model=spec.name,
         source=Voice.Source.RECORDING,
         transcript=transcript,
         status=Voice.Status.PROCESSING,
+        consent=cloning.consent_record(),
     )
+    cloning.record_consent(voice)
     if data["keep_upload"]:
         upload.seek(0)
         voice.upload.save(f"{voice.id}-{upload.name[-60:]}", upload, save=True)
@@ -179,11 +201,14 @@ def create_voice_from_recording(org, body) -> Voice:
     return voice
 
 
-def _create(org, **fields) -> Voice:
-    """A voice of `org`, within its plan's limit and with a name of its own."""
+def _create(org, cloned=None, **fields) -> Voice:
+    """A voice of `org`, within its plan's limit (and its limit on cloned voices, `cloned`: the
+    limits) and with a name of its own."""
     limit = limits_for(org).max_custom_voices
     with transaction.atomic():
         Organization.objects.select_for_update().filter(pk=org.pk).first()  # one creation at a time
+        if cloned is not None:
+            cloning.check_count(org, cloned)
         if scoped(Voice, org).count() >= limit:
             raise ApiError(403, f"Your plan allows {limit} voices of your own; delete one first.", "plan_limit_reached")
         try:

@@ -40,6 +40,7 @@ class OwnVoiceSerializer(serializers.ModelSerializer):
             "speaker",
             "mix",
             "transcript",
+            "consent",
             "status",
             "error",
             "created_at",
@@ -128,9 +129,12 @@ def listing(organization, spec: EngineSpec) -> list[dict]:
         ),
     },
     description="A voice for a model: on ChatTTS from a seed or a speaker embedding string (JSON), or from a "
-    "reference recording and its transcript (multipart; `processing` until a worker has encoded it); on Kokoro a "
-    "mix of its built-in voices with weights (JSON `mix`). A model that cannot make the voice asked is a 400 "
-    "that says why.",
+    "reference recording and its transcript (multipart; `processing` until a worker has encoded it); on VoxCPM2 "
+    "a clone of a recording, its transcript optional (multipart); on Kokoro a mix of its built-in voices with "
+    "weights (JSON `mix`). A voice from a recording needs `consent: true` (the creator's statement that they "
+    "have the speaker's consent, kept with the voice and in the audit log), a plan that includes cloning and "
+    "a deployment that allows it (403 otherwise), and is rate-limited per organization (429). A model that "
+    "cannot make the voice asked is a 400 that says why.",
 )
 @api_view(["GET", "POST"])
 @parser_classes([JSONParser, MultiPartParser])

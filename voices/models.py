@@ -17,7 +17,8 @@ def new_voice_id() -> str:
 
 class Voice(models.Model):
     """An organization's own voice, for one model: a ChatTTS speaker (from a seed, an embedding
-    string or a reference recording), or a Kokoro mix of built-in voices."""
+    string or a reference recording), a Kokoro mix of built-in voices, or a VoxCPM2 clone of a
+    recording (its encoded reference in `sample`)."""
 
     class Source(models.TextChoices):
         SEED = "seed"
@@ -38,12 +39,16 @@ class Voice(models.Model):
     source = models.CharField(max_length=16, choices=Source.choices)
     seed = models.PositiveIntegerField(null=True, blank=True)
     speaker = models.TextField(blank=True)  # the embedding string (source "embedding")
-    # Source "recording": ChatTTS's encoding of the reference audio (`spk_smp`), its transcript as sent
-    # and as spelled out for the model (`txt_smp`); the upload itself only when the tenant asked.
+    # Source "recording": the engine's encoding of the reference audio (ChatTTS's `spk_smp`, VoxCPM2's
+    # latent patches), its transcript as sent and as spelled out for the model (ChatTTS's `txt_smp`);
+    # the upload itself only when the tenant asked.
     sample = models.TextField(blank=True)
     transcript = models.TextField(blank=True)
     sample_text = models.TextField(blank=True)
     upload = models.FileField(upload_to="voices/", blank=True)
+    # A voice from a recording: the creator's statement that they may copy the speaker's voice, as
+    # shown to them, who made it and when ({"statement", "by", "at"}); kept with the voice.
+    consent = models.JSONField(default=dict, blank=True)
     mix = models.JSONField(default=list, blank=True)  # source "mix": [[built-in voice id, weight], ...]
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.READY)
     error = models.CharField(max_length=300, blank=True)

@@ -1,7 +1,8 @@
 """Voices made from a reference recording (engines whose spec has `recording_voices`: ChatTTS's
-zero-shot speaker): the upload is checked and decoded here (24 kHz mono), kept in Redis for an
-hour, and encoded by a worker of the voice's model (`synthesis.tasks.encode_voice_recording`); the
-voice is `processing` until then, `ready` or `failed` after."""
+zero-shot speaker, VoxCPM2's clone): the upload is checked and decoded here (24 kHz mono), kept in
+Redis for an hour, and encoded by a worker of the voice's model
+(`synthesis.tasks.encode_voice_recording`); the voice is `processing` until then, `ready` or
+`failed` after. Making one needs the creator's consent statement (`CONSENT_STATEMENT`)."""
 
 from __future__ import annotations
 
@@ -19,7 +20,12 @@ from tts_saas.redis import get_redis
 
 from .models import Voice
 
-RECORDING_SECONDS = (1.0, 15.0)  # ChatTTS's zero-shot works best on short references (<= ~10 s)
+# What the creator of a voice from a recording states (the API's `consent: true`, the dashboard's
+# box); kept with the voice, as shown, with who and when, and in the audit log.
+CONSENT_STATEMENT = (
+    "I have the consent of the person whose voice this is to make a copy of it, and the right to use "
+    "that voice for the speech this service will make with it."
+)
 RECORDING_KEY = "tts:voice_recording:{}"  # the decoded recording, for the worker to encode (an hour)
 ENCODE_VOICE = "synthesis.tasks.encode_voice_recording"
 
@@ -54,7 +60,12 @@ def decode_recording(data: bytes, min_seconds: float, max_seconds: float) -> np.
 
 
 def check_transcript(transcript: str, spec: EngineSpec) -> str:
-    """What the recording says, checked for the model (it is spoken with the voice's every row)."""
+    """What the recording says, checked for the model (it is spoken with the voice's every row);
+    "" where the model clones without one."""
+    if not transcript.strip():
+        if spec.transcript_required:
+            raise serializers.ValidationError(f"{spec.title} needs what the recording says.")
+        return ""
     if any(tag in transcript for tag in ("[Stts]", "[spk_emb]", "[empty_spk]", "[Ptts]")):
         raise serializers.ValidationError("The transcript holds a ChatTTS control token.")
     try:
@@ -64,10 +75,10 @@ def check_transcript(transcript: str, spec: EngineSpec) -> str:
     return " ".join(transcript.split())
 
 
-def decode_upload(upload) -> np.ndarray:
-    """The uploaded recording, decoded (400 when it is not a usable recording)."""
+def decode_upload(upload, spec: EngineSpec) -> np.ndarray:
+    """The uploaded recording, decoded (400 when it is not a usable recording for the model)."""
     try:
-        return decode_recording(upload.read(), *RECORDING_SECONDS)
+        return decode_recording(upload.read(), *spec.recording_seconds)
     except ValueError as exc:
         raise ApiError(400, f"audio: {exc}", "invalid_value", "audio") from None
 

@@ -32,10 +32,12 @@ from ..batch import Audio, BatchRow, Done, Event
 from ..checkpoints import mismatched, read_manifest, sha256_file
 from ..device import set_threads
 from ..engine import ModelUnavailable, fade_in
+from ..spec import SAMPLE_RATE as RECORDING_RATE  # the rate a recording reaches a worker at
 from ..stretch import TimeStretch
 from ..text import TextError, estimate_seconds, has_words, normalize_segment, normalizer_version
 from .checkpoint import ALTERNATES, ENV, FILES, check_model_dir
 from .params import VoxCPMParams
+from .references import ReferenceError, References, pack, unpack
 from .spec import PATCHES_PER_SECOND, SPEC
 
 logger = logging.getLogger(__name__)
@@ -84,6 +86,7 @@ class VoxCPMEngine(BatchEngine):
         self.model_version = model_version
         self.random_weights = random_weights
         self.fixed_length = fixed_length  # benchmarks: every row runs to its budget
+        self.references = References()  # cloned voices' decoded references, by digest
 
     @classmethod
     def load(
@@ -176,14 +179,63 @@ class VoxCPMEngine(BatchEngine):
 
     def voice_problem(self, params: VoxCPMParams) -> str | None:
         """A design is text: any design is a voice, if it leaves the language model room for speech
-        (its static cache holds `max_length` steps: the design, the text and the audio patches)."""
-        tokens = len(self.model.text_tokenizer(params.prompt("")))
+        (its static cache holds `max_length` steps: the design or the reference, its transcript, the
+        text and the audio patches). A clone's reference must be one of this model's."""
         limit = self.model.config.max_length // 4
+        tokens = len(self.model.text_tokenizer(params.prompt("")))
         if tokens > limit:
             return (
                 f"The voice design (instructions) is {tokens} tokens long; VoxCPM2 takes at most {limit}: shorten it."
             )
+        if params.reference:
+            try:
+                patches = self._reference(params.reference)
+            except ReferenceError as e:
+                return str(e)
+            steps = len(patches) + len(self.model.text_tokenizer(params.reference_text)) + tokens
+            if steps > self.model.config.max_length // 2:
+                return f"The voice's reference takes {steps} of VoxCPM2's {self.model.config.max_length} steps."
         return None
+
+    def _reference(self, text: str):
+        """A clone's patches as the model's tensor (decoded once, then kept)."""
+        import torch  # noqa: PLC0415  (torch/voxcpm: worker processes only)
+
+        def decode(packed: str):
+            return torch.from_numpy(unpack(packed, self.model.patch_size, self.model.audio_vae.latent_dim))
+
+        return self.references.get(text, decode)
+
+    def voice_from_recording(self, recording: np.ndarray, transcript: str) -> dict:
+        """A cloned voice from a reference recording (mono float32 at 24 kHz) and what it says
+        ("" when not given): AudioVAE V2's latent patches of it at 16 kHz (padded at the start to
+        whole patches, as the package pads a prompt), and the transcript as the model reads it."""
+        import librosa  # noqa: PLC0415  (a dependency of voxcpm: worker processes only)
+        import torch  # noqa: PLC0415  (as above)
+
+        rate = self.model._encode_sample_rate
+        audio = librosa.resample(np.asarray(recording, dtype=np.float32), orig_sr=RECORDING_RATE, target_sr=rate)
+        patch = self.model.patch_size * self.model.chunk_size
+        audio = np.pad(audio, ((-len(audio)) % patch, 0))
+        with torch.inference_mode():
+            feat = self.model.audio_vae.encode(torch.from_numpy(audio)[None].to(self.device), rate).cpu().float()
+        patches = feat.view(self.model.audio_vae.latent_dim, -1, self.model.patch_size).permute(1, 2, 0)
+        return {"sample": pack(patches.numpy()), "sample_text": self.read(transcript) if transcript else ""}
+
+    def _prompt_cache(self, p: VoxCPMParams) -> dict | None:
+        """The package's prompt cache for the row's voice: none for a design, the reference's
+        patches (both as reference and as the continued prompt, the package's closest cloning)."""
+        if p.mode == "design":
+            return None
+        patches = self._reference(p.reference)
+        if p.mode == "reference":
+            return {"mode": "reference", "ref_audio_feat": patches}
+        return {
+            "mode": "ref_continuation",
+            "ref_audio_feat": patches,
+            "audio_feat": patches,
+            "prompt_text": p.reference_text + " ",
+        }
 
     def run_rows(
         self,
@@ -223,7 +275,7 @@ class VoxCPMEngine(BatchEngine):
             torch.manual_seed(p.seed)
             steps = self.model._generate_with_prompt_cache(
                 target_text=p.prompt(row.text),
-                prompt_cache=None,
+                prompt_cache=self._prompt_cache(p),
                 min_len=budget if self.fixed_length else min(MIN_PATCHES, budget),
                 max_len=budget,
                 inference_timesteps=p.inference_timesteps,

@@ -20,7 +20,7 @@ SPEC = EngineSpec(
     title="VoxCPM2",
     version="2.0",
     description="OpenBMB's 2B-parameter model: 30 languages with no language tag, 48 kHz audio, voices designed "
-    "from a description (`instructions`). Apache-2.0: may be sold.",
+    "from a description (`instructions`), voices cloned from a recording. Apache-2.0: may be sold.",
     languages=LANGUAGES,
     voices=tuple(BuiltinVoice(name, f"{text}.", "multi") for name, text in VOICES.items()),
     openai_voices={name: name for name in VOICES},
@@ -33,7 +33,7 @@ SPEC = EngineSpec(
         seeds=True,
         inline_tags=False,
         speaker_voices=False,
-        recording_voices=False,
+        recording_voices=True,  # a clone: the recording's reference, its transcript when given
         mixed_voices=False,
         phoneme_lexicons=False,
         instructions=True,  # a voice design: "(description)text"
@@ -55,4 +55,6 @@ SPEC = EngineSpec(
     params=VoxCPMParams,
     engine="inference.voxcpm.engine:VoxCPMEngine",
     sample_rate=SAMPLE_RATE,
+    recording_seconds=(1.0, 30.0),
+    transcript_required=False,  # without: the timbre (instructions steer the style); with: continued, closest
 )
