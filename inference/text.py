@@ -18,6 +18,8 @@ import threading
 import unicodedata
 from dataclasses import dataclass
 
+from .scripts import refusal, written_in
+
 # Anything written like a tag: a bracketed word. An engine names the inline tags it takes
 # (`EngineSpec.inline_tags`); ChatTTS's tokenizer knows more special tokens than those ([Stts],
 # [Ptts], [spk_emb], ...): they steer the model and must never come from a user, so every tag-like
@@ -64,46 +66,15 @@ def refuse_unknown_tags(text: str, allowed: frozenset[str], model: str) -> None:
         )
 
 
-# Scripts by the language they are written in: what `languages` tells apart (Latin is English here:
-# the engines speak no other Latin-script language).
-LANGUAGE_NAMES = {
-    "en": "English",
-    "zh": "Chinese",
-    "ja": "Japanese",
-    "ko": "Korean",
-    "ru": "Russian",
-    "ar": "Arabic",
-    "el": "Greek",
-    "he": "Hebrew",
-    "th": "Thai",
-    "hi": "Hindi",
-}
-_SCRIPTS = (
-    ("ja", re.compile(r"[\u3040-\u30ff\u31f0-\u31ff]")),  # kana (kanji alone read as Chinese)
-    ("ko", re.compile(r"[\u1100-\u11ff\uac00-\ud7af\u3130-\u318f]")),
-    ("ru", re.compile(r"[\u0400-\u04ff]")),
-    ("ar", re.compile(r"[\u0600-\u06ff\u0750-\u077f]")),
-    ("el", re.compile(r"[\u0370-\u03ff]")),
-    ("he", re.compile(r"[\u0590-\u05ff]")),
-    ("th", re.compile(r"[\u0e00-\u0e7f]")),
-    ("hi", re.compile(r"[\u0900-\u097f]")),
-    ("zh", re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")),
-    ("en", re.compile(r"[A-Za-z\u00c0-\u024f]")),
-)
-
-
 def languages(text: str) -> set[str]:
     """The languages `text` is written in, by script (tags and phoneme links left out)."""
-    plain = PHONEME_LINK.sub(r"\1", TAG.sub("", text))
-    return {lang for lang, script in _SCRIPTS if script.search(plain)}
+    return written_in(PHONEME_LINK.sub(r"\1", TAG.sub("", text)))
 
 
 def refuse_other_languages(text: str, spoken: tuple[str, ...], model: str) -> None:
-    other = sorted(languages(text) - set(spoken))
-    if other:
-        names = ", ".join(LANGUAGE_NAMES.get(x, x) for x in other)
-        can = " and ".join(LANGUAGE_NAMES.get(x, x) for x in spoken)
-        raise TextError(f"Model '{model}' speaks {can} (or both mixed); the input has {names}.")
+    problem = refusal(languages(text), spoken, model)
+    if problem:
+        raise TextError(problem)
 
 
 def normalizer_version() -> str:

@@ -22,6 +22,7 @@ from inference.text import (
     normalize_segment,
     split_text,
 )
+from inference.voxcpm.spec import SPEC as VOXCPM
 
 prepare = CHATTTS.prepare
 
@@ -168,3 +169,13 @@ def test_an_asynchronous_jobs_first_sentence_is_not_cut():
         "The quick brown fox jumps over the lazy dog.",
         "It costs $5 today.",
     )
+
+
+def test_text_in_a_language_voxcpm_does_not_speak_is_refused_naming_the_thirty_it_does():
+    for text in ("Привет, мир.", "ສະບາຍດີ", "ជំរាបសួរ", "မင်္ဂလာပါ", "Bonjour à tous.", "안녕하세요", "नमस्ते"):
+        assert VOXCPM.prepare(text).segments  # its languages: Russian, Lao, Khmer, Burmese, French...
+    for text, name in (("Українська мова.", "Ukrainian"), ("ქართული ენა", "Georgian"), ("বাংলা ভাষা", "Bengali")):
+        with pytest.raises(TextError) as refused:
+            VOXCPM.prepare(text)
+        assert str(refused.value).startswith("Model 'voxcpm' speaks 30 languages (ar, my, zh,")
+        assert str(refused.value).endswith(f"the input has {name}.")
