@@ -120,6 +120,7 @@ class VoiceForm(forms.Form):
             ("seed", "From a seed"),
             ("embedding", "From a speaker embedding string"),
             ("recording", "From a recording of the speaker"),
+            ("design", "From a description (a designed voice, kept as it first sounds)"),
         ],
         widget=forms.RadioSelect,
         initial="seed",
@@ -137,6 +138,14 @@ class VoiceForm(forms.Form):
         help_text="Exactly what the recording says (ChatTTS needs it; VoxCPM2 clones closer with it).",
     )
     consent = forms.BooleanField(required=False, label=CONSENT_STATEMENT)
+    design = forms.CharField(
+        required=False,
+        max_length=300,
+        label="Description",
+        widget=forms.Textarea(attrs={"rows": 2}),
+        help_text="Who speaks and how, e.g. “A warm, slow older man”. A sample is spoken once and kept, so the voice "
+        "sounds the same in every request.",
+    )
     keep_upload = forms.BooleanField(
         required=False, label="Keep the uploaded file with the voice (it is deleted with the voice)"
     )
@@ -195,12 +204,17 @@ class VoiceForm(forms.Form):
         """The mix's (voice, weight) fields, row by row, for the template."""
         return [(self[f"mix_voice_{row}"], self[f"mix_weight_{row}"]) for row in range(MAX_MIX)]
 
+    def designing(self) -> list[EngineSpec]:
+        """The models offered that keep designed voices (they follow `instructions` and clone)."""
+        return [s for s in self.specs.values() if s.features.instructions and s.features.recording_voices]
+
     def recording(self) -> bool:
         """Whether the voice is made from an uploaded recording (`voices.actions.create_voice_from_recording`):
         as the choice says, or always on a model that makes voices from nothing else."""
         spec = self.specs.get(self.cleaned_data.get("model", ""))
         only = spec is not None and spec.features.recording_voices and not spec.features.speaker_voices
-        return (self.cleaned_data.get("source") == "recording" or only) and not self.rows_sent()
+        source = self.cleaned_data.get("source")
+        return (source == "recording" or (only and source != "design")) and not self.rows_sent()
 
     def rows_sent(self) -> list[int]:
         data = self.cleaned_data
@@ -214,6 +228,8 @@ class VoiceForm(forms.Form):
             upload = {"audio": data["audio"]} if data["audio"] else {}  # else the API's "No file was submitted."
             fields = {"transcript": data["transcript"], "keep_upload": data["keep_upload"], "consent": data["consent"]}
             return {**body, **fields, **upload}
+        if data["source"] == "design" and spec in self.designing():
+            return {**body, "design": data["design"]}
         self.rows = self.rows_sent()
         if self.rows or (spec.features.mixed_voices and not spec.features.speaker_voices):
             # A blank weight is 1; the model refuses a mix if it makes none (and says what it makes).

@@ -127,6 +127,32 @@ def encode_voice_recording(voice_id: str) -> None:
     get_redis().delete(RECORDING_KEY.format(voice_id))
 
 
+@shared_task(name="synthesis.tasks.design_voice", acks_late=True)
+def design_voice(voice_id: str) -> None:
+    """A voice design made fixed on this worker's model (VoxCPM2): its sample spoken once under the
+    voice's seed and encoded as its reference; the voice is then ready (or failed, saying why)."""
+    from voices.models import Voice  # noqa: PLC0415
+
+    voice = Voice.objects.filter(pk=voice_id, status=Voice.Status.PROCESSING, source=Voice.Source.DESIGN).first()
+    if voice is None:
+        return  # deleted meanwhile, or made already (a redelivered message)
+
+    def failed(reason: str) -> None:
+        Voice.objects.filter(pk=voice_id).update(status=Voice.Status.FAILED, error=reason[:300])
+
+    engine = current.engine
+    if engine is None or engine.spec.name != voice.model or not hasattr(engine, "voice_from_design"):
+        return failed(current.load_error or f"no synthesis worker had the model '{voice.model}' loaded")
+    try:
+        fields = engine.voice_from_design(voice.design, voice.seed or 0, voice.transcript)
+    except TextError as exc:
+        return failed(f"the sample text: {exc}")
+    except Exception:
+        logger.exception("could not make a designed voice", extra={"voice_id": voice_id})
+        return failed("the design could not be spoken")
+    Voice.objects.filter(pk=voice_id).update(status=Voice.Status.READY, error="", **fields)
+
+
 @shared_task(name="synthesis.tasks.rescue_lost_jobs")
 def rescue_lost_jobs() -> dict[str, int]:
     return maintenance.rescue_lost_jobs()

@@ -175,6 +175,31 @@ def test_a_voice_cloned_from_a_recording_is_encoded_once_and_speaks_with_and_wit
     assert unconsented.status_code == 400 and unconsented.json()["error"]["code"] == "consent_required"
 
 
+def test_a_saved_design_is_spoken_once_by_a_worker_and_then_speaks_as_a_voice(voxcpm_alone, owner):
+    headers = {"Authorization": f"Bearer {owner.key}"}
+    design = {"name": "Narrator", "model": "voxcpm", "design": "A warm, slow older man", "seed": 9}
+    with httpx.Client(base_url=f"{voxcpm_alone}/v1", headers=headers, timeout=120) as client:
+        created = client.post("/audio/voices", json=design)
+        assert created.status_code == 201 and created.json()["status"] == "processing", created.text
+        voice_id = created.json()["id"]
+
+        def ready():
+            seen = client.get(f"/audio/voices/{voice_id}").json()
+            return seen if seen["status"] != "processing" else None
+
+        seen = wait_until(ready, 120, "the design was never spoken")
+        first = speak(client, model="voxcpm", voice=voice_id, response_format="pcm")
+        designed = speak(client, model="voxcpm", response_format="pcm", instructions=design["design"], seed=9)
+        lone_text = client.post("/audio/voices", json={"name": "X", "model": "voxcpm", "seed": 1, "sample_text": "Hi."})
+        seeded = client.post("/audio/voices", json={"name": "Y", "model": "voxcpm", "seed": 1})
+    assert (seen["status"], seen["source"], seen["design"]) == ("ready", "design", "A warm, slow older man")
+    stored = Voice.objects.get(pk=voice_id)
+    assert stored.sample and stored.transcript and stored.sample_text  # the sample, kept as its reference
+    assert first.content != designed.content  # the kept sample speaks, not the description again
+    assert lone_text.status_code == 400 and lone_text.json()["error"]["param"] == "sample_text"
+    assert seeded.status_code == 400 and "cannot make a voice from a seed" in seeded.text
+
+
 def test_a_jobs_stored_wav_is_24k_and_its_duration_is_the_models(voxcpm_alone, owner):
     headers = {"Authorization": f"Bearer {owner.key}"}
     with httpx.Client(base_url=f"{voxcpm_alone}/v1", headers=headers, timeout=120) as client:

@@ -242,3 +242,14 @@ def test_a_reference_of_another_model_is_refused_when_used(engine):
     long = VoxCPMParams(design="", seed=1, reference=pack(np.ones((3000, 4, 64), dtype=np.float32)))
     assert engine.voice_problem(VoxCPMParams(design="", seed=1, reference=huge["sample"])) is None
     assert "steps" in engine.voice_problem(long)
+
+
+def test_a_design_is_made_fixed_as_a_sample_kept_for_reference(engine):
+    made = engine.voice_from_design("A calm, low voice", 11, "Hello! This is how I sound.")
+    again = engine.voice_from_design("A calm, low voice", 11, "Hello! This is how I sound.")
+    other = engine.voice_from_design("A calm, low voice", 12, "Hello! This is how I sound.")
+    assert made == again and made["sample"] != other["sample"]  # the seed picks the sample, once
+    assert made["sample_text"] == "Hello! This is how I sound." and len(unpack(made["sample"], 4, 64)) >= 1
+    params = VoxCPMParams.from_request({}, made, seed=3)
+    assert params.mode == "continuation" and engine.voice_problem(params) is None
+    assert len(run(engine, [BatchRow("a", engine.read("Good night."), params, 10)])["a"]["audio"])

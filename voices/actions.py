@@ -6,6 +6,7 @@ The API and the dashboard both call `create_voice`."""
 from __future__ import annotations
 
 import re
+import secrets
 
 from django.db import IntegrityError, transaction
 from rest_framework import serializers
@@ -18,6 +19,7 @@ from inference.chattts.speakers import MAX_SPEAKER_CHARS, canonical, speaker_pro
 from inference.registry import SPECS
 from inference.spec import EngineSpec
 from tts_saas.errors import ApiError, validation_error
+from tts_saas.queueing import send
 from tts_saas.serializers import StrictSerializer
 
 from . import cloning
@@ -85,6 +87,18 @@ class VoiceCreateSerializer(VoiceSerializerBase):
         help_text=f"Kokoro: 1 to {MAX_MIX} built-in voices with weights; the voice is their weighted sum.",
     )
 
+    design = serializers.CharField(
+        required=False,
+        max_length=300,
+        help_text="VoxCPM2: a voice design, as `instructions` take one; a worker speaks a sample in it once and keeps "
+        "it as the voice's reference, so the voice sounds the same in every request (a design alone varies).",
+    )
+    sample_text = serializers.CharField(
+        required=False,
+        max_length=300,
+        help_text="With `design`: what the sample says (default: two short English sentences).",
+    )
+
     def validate_speaker(self, speaker: str) -> str:
         problem = speaker_problem(speaker)
         if problem:
@@ -92,11 +106,16 @@ class VoiceCreateSerializer(VoiceSerializerBase):
         return canonical(speaker)
 
     def validate(self, attrs):
-        given = [name for name in ("seed", "speaker", "mix") if name in attrs]
+        given = [name for name in ("speaker", "mix", "design") if name in attrs]
+        if "seed" in attrs and "design" not in attrs:  # a design's seed goes with it
+            given.append("seed")
         if len(given) != 1:
             raise serializers.ValidationError(
-                {"seed": ["Give exactly one of seed, speaker (ChatTTS) and mix (Kokoro)."]}, code="invalid_value"
+                {"seed": ["Give exactly one of seed, speaker (ChatTTS), mix (Kokoro) and design (VoxCPM2)."]},
+                code="invalid_value",
             )
+        if "sample_text" in attrs and "design" not in attrs:
+            raise serializers.ValidationError({"sample_text": ["sample_text goes with design."]}, code="invalid_value")
         return attrs
 
 
@@ -140,6 +159,8 @@ def create_voice(org, body) -> Voice:
     data = incoming.validated_data
     spec = model_of(data)
     offer.check_allowed(limits_for(org), spec)
+    if "design" in data:
+        return _designed(org, spec, data)
     if "mix" in data:
         if not spec.features.mixed_voices:
             raise _refuse(spec, "as a mix of voices", "Give a seed or a speaker embedding string.", "mix")
@@ -151,6 +172,35 @@ def create_voice(org, body) -> Voice:
         source = Voice.Source.SEED if "seed" in data else Voice.Source.EMBEDDING
         fields = {"source": source, "seed": data.get("seed"), "speaker": data.get("speaker", "")}
     return _create(org, name=data["name"], description=data["description"], model=spec.name, **fields)
+
+
+DESIGN_SAMPLE = "Hello! This is how my voice sounds when I read a few words aloud, calmly and clearly."
+DESIGN_VOICE = "synthesis.tasks.design_voice"
+
+
+def _designed(org, spec: EngineSpec, data: dict) -> Voice:
+    """A voice design made fixed (a model that follows `instructions` and clones): `processing`
+    until a worker of the model has spoken its sample and kept it as the voice's reference."""
+    if not (spec.features.instructions and spec.features.recording_voices):
+        raise _refuse(spec, "from a design", "Voice designs are VoxCPM2's (`instructions`).", "design")
+    sample_text = data.get("sample_text") or DESIGN_SAMPLE
+    try:
+        sample_text = check_transcript(sample_text, spec)
+    except serializers.ValidationError as exc:
+        raise validation_error({"sample_text": exc.detail}) from None
+    voice = _create(
+        org,
+        name=data["name"],
+        description=data["description"],
+        model=spec.name,
+        source=Voice.Source.DESIGN,
+        design=" ".join(data["design"].split()),
+        seed=data.get("seed", secrets.randbelow(2**31)),
+        transcript=sample_text,
+        status=Voice.Status.PROCESSING,
+    )
+    send(DESIGN_VOICE, voice.id, queue=spec.queue_name, priority=0, expires=3600)
+    return voice
 
 
 def create_voice_from_recording(org, body) -> Voice:

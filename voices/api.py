@@ -38,6 +38,7 @@ class OwnVoiceSerializer(serializers.ModelSerializer):
             "source",
             "seed",
             "speaker",
+            "design",
             "mix",
             "transcript",
             "consent",
@@ -130,7 +131,8 @@ def listing(organization, spec: EngineSpec) -> list[dict]:
     },
     description="A voice for a model: on ChatTTS from a seed or a speaker embedding string (JSON), or from a "
     "reference recording and its transcript (multipart; `processing` until a worker has encoded it); on VoxCPM2 "
-    "a clone of a recording, its transcript optional (multipart); on Kokoro a mix of its built-in voices with "
+    "a clone of a recording, its transcript optional (multipart), or a voice `design` made fixed (JSON: a sample "
+    "spoken once in it is kept as its reference); on Kokoro a mix of its built-in voices with "
     "weights (JSON `mix`). A voice from a recording needs `consent: true` (the creator's statement that they "
     "have the speaker's consent, kept with the voice and in the audit log), a plan that includes cloning and "
     "a deployment that allows it (403 otherwise), and is rate-limited per organization (429). A model that "

@@ -44,10 +44,14 @@ def resolve_voice(organization, value: str, spec: EngineSpec) -> dict:
         )
     if voice.status == Voice.Status.PROCESSING:
         raise ApiError(
-            409, "The voice's recording is still being encoded; try again in a few seconds.", "voice_not_ready", "voice"
+            409,
+            "The voice is still being made (its recording or design); try again in a few seconds.",
+            "voice_not_ready",
+            "voice",
         )
     if voice.status == Voice.Status.FAILED:
-        raise ApiError(400, f"The voice could not be made from its recording: {voice.error}", "invalid_voice", "voice")
+        made = "from its design" if voice.source == Voice.Source.DESIGN else "from its recording"
+        raise ApiError(400, f"The voice could not be made {made}: {voice.error}", "invalid_voice", "voice")
     return {
         "seed": voice.seed or 0,
         "speaker": voice.speaker,

@@ -25,6 +25,7 @@ class Voice(models.Model):
         EMBEDDING = "embedding"
         RECORDING = "recording"
         MIX = "mix"
+        DESIGN = "design"  # a VoxCPM2 voice design made fixed: a sample of it kept as its reference
 
     class Status(models.TextChoices):
         READY = "ready"
@@ -39,6 +40,7 @@ class Voice(models.Model):
     source = models.CharField(max_length=16, choices=Source.choices)
     seed = models.PositiveIntegerField(null=True, blank=True)
     speaker = models.TextField(blank=True)  # the embedding string (source "embedding")
+    design = models.CharField(max_length=300, blank=True)  # source "design": the description it was made from
     # Source "recording": the engine's encoding of the reference audio (ChatTTS's `spk_smp`, VoxCPM2's
     # latent patches), its transcript as sent and as spelled out for the model (ChatTTS's `txt_smp`);
     # the upload itself only when the tenant asked.

@@ -55,7 +55,8 @@ def voices(request):
                 form.add_api_error(exc)
             else:
                 if voice.status == Voice.Status.PROCESSING:
-                    said = "is being made from the recording: it can be used once it is ready (this page shows it)"
+                    made = "its description" if voice.source == Voice.Source.DESIGN else "the recording"
+                    said = f"is being made from {made}: it can be used once it is ready (this page shows it)"
                 else:
                     said = "created"
                 messages.info(request, f"Voice {voice.name} {said}. Use it as {voice.id}.")
@@ -72,6 +73,7 @@ def voices(request):
         speaker_models=" ".join(spec.name for spec in form.speaking()),
         recording_models=" ".join(spec.name for spec in allowed if spec.features.recording_voices),
         mix_models=" ".join(spec.name for spec in form.mixing()),
+        design_models=" ".join(spec.name for spec in form.designing()),
         used=len(own),
         limit=limits.max_custom_voices,
         can_manage=request.principal.is_admin,
@@ -105,6 +107,8 @@ def made_from(voice: Voice) -> str:
         return f"seed {voice.seed}"
     if voice.source == Voice.Source.RECORDING:
         return "recording" if voice.status == Voice.Status.READY else f"recording ({voice.status})"
+    if voice.source == Voice.Source.DESIGN:
+        return "design" if voice.status == Voice.Status.READY else f"design ({voice.status})"
     if voice.source == Voice.Source.MIX:
         return "mix: " + ", ".join(f"{name} {100 * weight:.0f}%" for name, weight in voice.mix)
     return "embedding"

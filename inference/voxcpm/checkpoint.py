@@ -182,3 +182,28 @@ def check_model_dir(model_dir: str) -> str | None:
     if not isinstance(config, dict) or str(config.get("architecture", "")).lower() != "voxcpm2":
         return f'{ENV}={model_dir}: {CONFIG} does not say "architecture": "voxcpm2" (VoxCPM 1.x is another model).'
     return None
+
+
+def unloaded(model, model_dir: Path) -> list[str]:
+    """What of `model` did not come from the files: each tensor missing from them, or different."""
+    import torch  # noqa: PLC0415  (torch/voxcpm: worker processes only)
+    from safetensors.torch import load_file  # noqa: PLC0415  (as above)
+
+    def read(safetensors: str, pickled: str) -> dict:  # the loader's order: safetensors first
+        path = model_dir / safetensors
+        state: dict = (
+            load_file(str(path))
+            if path.is_file()
+            else torch.load(model_dir / pickled, map_location="cpu", weights_only=True)
+        )
+        return state.get("state_dict", state)
+
+    saved = read("model.safetensors", "pytorch_model.bin")
+    saved |= {f"audio_vae.{k}": v for k, v in read("audiovae.safetensors", "audiovae.pth").items()}
+    problems = []
+    for key, tensor in model.state_dict().items():
+        if key not in saved:
+            problems.append(f"{key} missing")
+        elif saved[key].shape != tensor.shape or not torch.equal(saved[key].to(tensor.dtype), tensor.cpu()):
+            problems.append(f"{key} differs")
+    return problems

@@ -21,6 +21,7 @@ import json
 import logging
 import math
 import re
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -35,7 +36,7 @@ from ..engine import ModelUnavailable, fade_in
 from ..spec import SAMPLE_RATE as RECORDING_RATE  # the rate a recording reaches a worker at
 from ..stretch import TimeStretch
 from ..text import TextError, estimate_seconds, has_words, normalize_segment, normalizer_version
-from .checkpoint import ALTERNATES, ENV, FILES, check_model_dir
+from .checkpoint import ALTERNATES, ENV, FILES, check_model_dir, unloaded
 from .params import VoxCPMParams
 from .references import ReferenceError, References, pack, unpack
 from .spec import PATCHES_PER_SECOND, SPEC
@@ -45,31 +46,6 @@ logger = logging.getLogger(__name__)
 REPO = "openbmb/VoxCPM2"
 CODE_VERSION = "rows-one-by-one/1"  # our row loop over the package's generation: part of the version
 MIN_PATCHES = 2  # the package's own min_len: no end before this many patches
-
-
-def _unloaded(model, model_dir: Path) -> list[str]:
-    """What of `model` did not come from the files: each tensor missing from them, or different."""
-    import torch  # noqa: PLC0415  (torch/voxcpm: worker processes only)
-    from safetensors.torch import load_file  # noqa: PLC0415  (as above)
-
-    def read(safetensors: str, pickled: str) -> dict:  # the loader's order: safetensors first
-        path = model_dir / safetensors
-        state: dict = (
-            load_file(str(path))
-            if path.is_file()
-            else torch.load(model_dir / pickled, map_location="cpu", weights_only=True)
-        )
-        return state.get("state_dict", state)
-
-    saved = read("model.safetensors", "pytorch_model.bin")
-    saved |= {f"audio_vae.{k}": v for k, v in read("audiovae.safetensors", "audiovae.pth").items()}
-    problems = []
-    for key, tensor in model.state_dict().items():
-        if key not in saved:
-            problems.append(f"{key} missing")
-        elif saved[key].shape != tensor.shape or not torch.equal(saved[key].to(tensor.dtype), tensor.cpu()):
-            problems.append(f"{key} differs")
-    return problems
 
 
 def _no_progress_bar(iterable, *args, **kwargs):
@@ -87,6 +63,9 @@ class VoxCPMEngine(BatchEngine):
         self.random_weights = random_weights
         self.fixed_length = fixed_length  # benchmarks: every row runs to its budget
         self.references = References()  # cloned voices' decoded references, by digest
+        # The package's language models keep one row's cache: one row at a time, whichever thread
+        # (the batcher's rows, a task's designed voice) runs it.
+        self._busy = threading.RLock()
 
     @classmethod
     def load(
@@ -124,7 +103,7 @@ class VoxCPMEngine(BatchEngine):
             model = voxcpm2.VoxCPM2Model.from_local(str(path), optimize=False, device=str(dev))
         except Exception as e:  # a shape that does not fit, a file the loader cannot read
             raise ModelUnavailable(f"VoxCPM2 could not load the model in {path}: {e}") from e
-        problems = _unloaded(model, path)
+        problems = unloaded(model, path)
         if problems:
             raise ModelUnavailable(
                 f"VoxCPM2's weights in {path} do not fit its config: {'; '.join(problems[:5])}"
@@ -222,6 +201,22 @@ class VoxCPMEngine(BatchEngine):
         patches = feat.view(self.model.audio_vae.latent_dim, -1, self.model.patch_size).permute(1, 2, 0)
         return {"sample": pack(patches.numpy()), "sample_text": self.read(transcript) if transcript else ""}
 
+    def voice_from_design(self, design: str, seed: int, text: str) -> dict:
+        """A designed voice made fixed: `text` spoken once in the design under `seed`, and that
+        sample kept as the voice's reference with what it says (`voice_from_recording`), so every
+        later request sounds like it (a design alone varies from run to run)."""
+        import librosa  # noqa: PLC0415  (a dependency of voxcpm: worker processes only)
+
+        read = self.read(text)
+        params = VoxCPMParams(design=design, seed=seed)
+        with self._busy:
+            row = BatchRow("design", read, params, self.row_budget(read, params))
+            audio = [e.samples for e in self._row(row, lambda key: False, 24) if isinstance(e, Audio)]
+        if not audio:
+            raise ValueError("the design made no audio")
+        sample = librosa.resample(np.concatenate(audio), orig_sr=SPEC.sample_rate, target_sr=RECORDING_RATE)
+        return self.voice_from_recording(sample, text)
+
     def _prompt_cache(self, p: VoxCPMParams) -> dict | None:
         """The package's prompt cache for the row's voice: none for a design, the reference's
         patches (both as reference and as the continued prompt, the package's closest cloning)."""
@@ -253,7 +248,8 @@ class VoxCPMEngine(BatchEngine):
         queue, seen = list(rows), {r.key for r in rows}
         while queue:
             row = queue.pop(0)
-            yield from self._row(row, stop, chunk_tokens)
+            with self._busy:
+                yield from self._row(row, stop, chunk_tokens)
             for joining in more(len(queue)) if more is not None else []:
                 if joining.key in seen:
                     raise ValueError("the rows' keys must be unique within a batch")
