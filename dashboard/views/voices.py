@@ -31,7 +31,7 @@ from voices.models import Voice
 
 from .. import engines
 from ..access import member_required, page, require_admin
-from ..forms import VoiceForm
+from ..voice_form import VoiceForm
 
 
 @member_required
