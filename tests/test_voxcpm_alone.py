@@ -18,8 +18,10 @@ import httpx
 import openai
 import pytest
 import websockets
+from playwright.sync_api import expect
 
 from tests import stack
+from tests.browser import browser_page, sign_up
 from tests.test_custom_voices import recording
 from tests.waiting import wait_until
 from voices.models import Voice
@@ -260,3 +262,31 @@ def test_websocket_utterances_carry_the_formats_rate(voxcpm_alone, owner):
     assert v1_end["audio_seconds"] == pytest.approx(len(v1_audio) / 2 / 24000, abs=1e-3) and v1_audio
     assert v2_end["audio_seconds"] == pytest.approx(len(v2_audio) / 2 / 48000, abs=1e-3) and v2_audio
     assert v2_end["segments"][-1]["end"] == pytest.approx(v2_end["audio_seconds"], abs=0.01)  # captions at 48 kHz too
+
+
+def test_the_voices_page_clones_and_designs_voxcpm_voices(voxcpm_alone, tmp_path):
+    """On a VoxCPM2 deployment the Voices page offers a recording (no seed: the model makes none)
+    and a description, each made by the worker and followed in place."""
+    clip = tmp_path / "me.wav"
+    clip.write_bytes(recording(3))
+    with browser_page() as page:
+        sign_up(page, voxcpm_alone, "cloner@example.com", "Cloner Co")
+        page.goto(f"{voxcpm_alone}/dashboard/voices")
+        expect(page.locator("input[name=source][value=seed]")).to_be_hidden()
+        expect(page.locator("input[name=source][value=recording]")).to_be_checked()
+        page.fill("#id_name", "Me")
+        page.set_input_files("#id_audio", str(clip))
+        page.check("#id_consent")
+        page.click("button:has-text('Create voice')")
+        expect(page.locator(".messages")).to_contain_text("Voice Me is being made from the recording")
+        page.check("input[name=source][value=design]")
+        expect(page.locator("#id_audio")).to_be_hidden()
+        page.fill("#id_name", "Storyteller")
+        page.fill("#id_design", "A warm, slow older man")
+        page.click("button:has-text('Create voice')")
+        expect(page.locator(".messages")).to_contain_text("Voice Storyteller is being made from its description")
+        for name, made in (("Me", "recording"), ("Storyteller", "design")):
+            row = page.locator("#own-voices tr", has_text=name)
+            expect(row).to_have_attribute("data-status", "ready", timeout=60_000)
+            expect(row.locator("td.made-from")).to_have_text(made)
+        assert page.errors == []
