@@ -92,65 +92,70 @@ def synthesize_job(job_id: str) -> None:
     batcher.run(run)
 
 
+def _make_voice(voice_id: str, source: str, make, text: str, failure: str) -> None:
+    """A `processing` voice of `source` made by this worker's model: `make(engine, voice)` gives
+    the row's fields; the voice is then ready, or failed saying why (`text`: what a TextError is
+    about; `failure`: what to say of any other error). Nothing happens to a voice deleted meanwhile
+    or made already (a redelivered message)."""
+    from voices.models import Voice  # noqa: PLC0415
+
+    voice = Voice.objects.filter(pk=voice_id, status=Voice.Status.PROCESSING, source=source).first()
+    if voice is None:
+        return
+    engine = current.engine
+    try:
+        if engine is None or engine.spec.name != voice.model:
+            raise LookupError(current.load_error or f"no synthesis worker had the model '{voice.model}' loaded")
+        fields = make(engine, voice)
+    except LookupError as exc:
+        reason = str(exc)
+    except TextError as exc:
+        reason = f"{text}: {exc}"
+    except Exception:
+        logger.exception("could not make a voice", extra={"voice_id": voice_id, "source": source})
+        reason = failure
+    else:
+        Voice.objects.filter(pk=voice_id).update(status=Voice.Status.READY, error="", **fields)
+        return
+    Voice.objects.filter(pk=voice_id).update(status=Voice.Status.FAILED, error=reason[:300])
+
+
 @shared_task(name="synthesis.tasks.encode_voice_recording", acks_late=True)
 def encode_voice_recording(voice_id: str) -> None:
     """A voice's reference recording through this worker's model (engines with recording voices:
-    ChatTTS's zero-shot speaker codes, VoxCPM2's latent patches; the transcript spelled out); the
-    voice is then ready (or failed, saying why)."""
+    ChatTTS's zero-shot speaker codes, VoxCPM2's latent patches; the transcript spelled out). The
+    decoded recording is deleted from Redis once used, encoded or failed."""
     from tts_saas.redis import get_redis  # noqa: PLC0415  (only this task needs the raw client)
-    from voices.models import Voice  # noqa: PLC0415
     from voices.recordings import RECORDING_KEY  # noqa: PLC0415  (the web side's module: imported late)
 
-    voice = Voice.objects.filter(pk=voice_id, status=Voice.Status.PROCESSING).first()
-    if voice is None:
-        return  # deleted meanwhile, or encoded already (a redelivered message)
-    pcm = get_redis().get(RECORDING_KEY.format(voice_id))
+    key = RECORDING_KEY.format(voice_id)
 
-    def failed(reason: str) -> None:
-        Voice.objects.filter(pk=voice_id).update(status=Voice.Status.FAILED, error=reason[:300])
-        get_redis().delete(RECORDING_KEY.format(voice_id))  # nothing of the recording is kept
-
-    engine = current.engine
-    if engine is None or engine.spec.name != voice.model or not engine.spec.features.recording_voices:
-        return failed(current.load_error or f"no synthesis worker had the model '{voice.model}' loaded")
-    if pcm is None:
-        return failed("the recording was not encoded within an hour; upload it again")
-    try:
+    def encode(engine, voice) -> dict:
+        if not engine.spec.features.recording_voices:
+            raise LookupError(f"the model '{voice.model}' makes no voices from recordings")
+        pcm = get_redis().get(key)
+        if pcm is None:
+            raise LookupError("the recording was not encoded within an hour; upload it again")
         audio = np.frombuffer(pcm, dtype="<i2").astype(np.float32) / 32768.0
-        fields = engine.voice_from_recording(audio, voice.transcript)  # type: ignore[attr-defined]
-    except TextError as exc:
-        return failed(f"the transcript: {exc}")
-    except Exception:
-        logger.exception("could not encode a voice's recording", extra={"voice_id": voice_id})
-        return failed("the recording could not be encoded")
-    Voice.objects.filter(pk=voice_id).update(status=Voice.Status.READY, error="", **fields)
-    get_redis().delete(RECORDING_KEY.format(voice_id))
+        return engine.voice_from_recording(audio, voice.transcript)
+
+    try:
+        _make_voice(voice_id, "recording", encode, "the transcript", "the recording could not be encoded")
+    finally:
+        get_redis().delete(key)  # nothing of the recording is kept
 
 
 @shared_task(name="synthesis.tasks.design_voice", acks_late=True)
 def design_voice(voice_id: str) -> None:
     """A voice design made fixed on this worker's model (VoxCPM2): its sample spoken once under the
-    voice's seed and encoded as its reference; the voice is then ready (or failed, saying why)."""
-    from voices.models import Voice  # noqa: PLC0415
+    voice's seed and encoded as its reference."""
 
-    voice = Voice.objects.filter(pk=voice_id, status=Voice.Status.PROCESSING, source=Voice.Source.DESIGN).first()
-    if voice is None:
-        return  # deleted meanwhile, or made already (a redelivered message)
+    def design(engine, voice) -> dict:
+        if not hasattr(engine, "voice_from_design"):
+            raise LookupError(f"the model '{voice.model}' keeps no designed voices")
+        return engine.voice_from_design(voice.design, voice.seed or 0, voice.transcript)
 
-    def failed(reason: str) -> None:
-        Voice.objects.filter(pk=voice_id).update(status=Voice.Status.FAILED, error=reason[:300])
-
-    engine = current.engine
-    if engine is None or engine.spec.name != voice.model or not hasattr(engine, "voice_from_design"):
-        return failed(current.load_error or f"no synthesis worker had the model '{voice.model}' loaded")
-    try:
-        fields = engine.voice_from_design(voice.design, voice.seed or 0, voice.transcript)
-    except TextError as exc:
-        return failed(f"the sample text: {exc}")
-    except Exception:
-        logger.exception("could not make a designed voice", extra={"voice_id": voice_id})
-        return failed("the design could not be spoken")
-    Voice.objects.filter(pk=voice_id).update(status=Voice.Status.READY, error="", **fields)
+    _make_voice(voice_id, "design", design, "the sample text", "the design could not be spoken")
 
 
 @shared_task(name="synthesis.tasks.rescue_lost_jobs")
