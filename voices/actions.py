@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 import secrets
+from typing import Any
 
 from django.db import IntegrityError, transaction
 from rest_framework import serializers
@@ -14,7 +15,7 @@ from rest_framework import serializers
 from accounts.models import Organization
 from accounts.tenancy import scoped
 from billing import offer
-from billing.limits import limits_for
+from billing.limits import Limits, limits_for
 from inference.chattts.speakers import MAX_SPEAKER_CHARS, canonical, speaker_problem
 from inference.registry import SPECS
 from inference.spec import EngineSpec
@@ -158,27 +159,28 @@ def create_voice(org, body) -> Voice:
         raise validation_error(incoming.errors)
     data = incoming.validated_data
     spec = model_of(data)
-    offer.check_allowed(limits_for(org), spec)
+    limits = limits_for(org)
+    offer.check_allowed(limits, spec)
     if "design" in data:
-        return _designed(org, spec, data)
+        return _designed(org, limits, spec, data)
     if "mix" in data:
         if not spec.features.mixed_voices:
             raise _refuse(spec, "as a mix of voices", "Give a seed or a speaker embedding string.", "mix")
-        fields = {"source": Voice.Source.MIX, "mix": _mix(spec, data["mix"])}
+        fields: dict[str, Any] = {"source": Voice.Source.MIX, "mix": _mix(spec, data["mix"])}
     else:
         if not spec.features.speaker_voices:
             instead = "Give `mix`: built-in voices with weights." if spec.features.mixed_voices else ""
             raise _refuse(spec, "from a seed or a speaker embedding string", instead, "seed")
         source = Voice.Source.SEED if "seed" in data else Voice.Source.EMBEDDING
         fields = {"source": source, "seed": data.get("seed"), "speaker": data.get("speaker", "")}
-    return _create(org, name=data["name"], description=data["description"], model=spec.name, **fields)
+    return _create(org, limits, name=data["name"], description=data["description"], model=spec.name, **fields)
 
 
 DESIGN_SAMPLE = "Hello! This is how my voice sounds when I read a few words aloud, calmly and clearly."
 DESIGN_VOICE = "synthesis.tasks.design_voice"
 
 
-def _designed(org, spec: EngineSpec, data: dict) -> Voice:
+def _designed(org, limits: Limits, spec: EngineSpec, data: dict) -> Voice:
     """A voice design made fixed (a model that follows `instructions` and clones): `processing`
     until a worker of the model has spoken its sample and kept it as the voice's reference."""
     if not (spec.features.instructions and spec.features.recording_voices):
@@ -190,6 +192,7 @@ def _designed(org, spec: EngineSpec, data: dict) -> Voice:
         raise validation_error({"sample_text": exc.detail}) from None
     voice = _create(
         org,
+        limits,
         name=data["name"],
         description=data["description"],
         model=spec.name,
@@ -222,7 +225,7 @@ def create_voice_from_recording(org, body) -> Voice:
             else ""
         )
         raise _refuse(spec, "from a recording", instead, "audio")
-    cloning.check_allowed(org, limits)
+    cloning.check_allowed(limits)
     try:
         transcript = check_transcript(data["transcript"], spec)
     except serializers.ValidationError as exc:
@@ -234,7 +237,8 @@ def create_voice_from_recording(org, body) -> Voice:
     cloning.count_attempt(org)
     voice = _create(
         org,
-        cloned=limits,
+        limits,
+        cloned=True,
         name=data["name"],
         description=data["description"],
         model=spec.name,
@@ -251,14 +255,14 @@ def create_voice_from_recording(org, body) -> Voice:
     return voice
 
 
-def _create(org, cloned=None, **fields) -> Voice:
-    """A voice of `org`, within its plan's limit (and its limit on cloned voices, `cloned`: the
-    limits) and with a name of its own."""
-    limit = limits_for(org).max_custom_voices
+def _create(org, limits: Limits, cloned: bool = False, **fields) -> Voice:
+    """A voice of `org`, within its plan's limit (and its limit on cloned voices when `cloned`) and
+    with a name of its own."""
+    limit = limits.max_custom_voices
     with transaction.atomic():
         Organization.objects.select_for_update().filter(pk=org.pk).first()  # one creation at a time
-        if cloned is not None:
-            cloning.check_count(org, cloned)
+        if cloned:
+            cloning.check_count(org, limits)
         if scoped(Voice, org).count() >= limit:
             raise ApiError(403, f"Your plan allows {limit} voices of your own; delete one first.", "plan_limit_reached")
         try:

@@ -22,7 +22,7 @@ from .recordings import CONSENT_STATEMENT
 GROUP = "voices:clone"
 
 
-def check_allowed(org: Organization, limits: Limits) -> None:
+def check_allowed(limits: Limits) -> None:
     """403 when this deployment or the organization's plan makes no voices from recordings."""
     if not settings.TTS_VOICE_CLONING:
         raise ApiError(

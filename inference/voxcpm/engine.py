@@ -185,19 +185,20 @@ class VoxCPMEngine(BatchEngine):
 
         return self.references.get(text, decode)
 
-    def voice_from_recording(self, recording: np.ndarray, transcript: str) -> dict:
-        """A cloned voice from a reference recording (mono float32 at 24 kHz) and what it says
-        ("" when not given): AudioVAE V2's latent patches of it at 16 kHz (padded at the start to
-        whole patches, as the package pads a prompt), and the transcript as the model reads it."""
+    def voice_from_recording(self, recording: np.ndarray, transcript: str, rate: int = RECORDING_RATE) -> dict:
+        """A cloned voice from a reference recording (mono float32 at `rate`: 24 kHz as a worker
+        receives one) and what it says ("" when not given): AudioVAE V2's latent patches of it at
+        16 kHz (padded at the start to whole patches, as the package pads a prompt), and the
+        transcript as the model reads it."""
         import librosa  # noqa: PLC0415  (a dependency of voxcpm: worker processes only)
         import torch  # noqa: PLC0415  (as above)
 
-        rate = self.model._encode_sample_rate
-        audio = librosa.resample(np.asarray(recording, dtype=np.float32), orig_sr=RECORDING_RATE, target_sr=rate)
+        encoded = self.model._encode_sample_rate
+        audio = librosa.resample(np.asarray(recording, dtype=np.float32), orig_sr=rate, target_sr=encoded)
         patch = self.model.patch_size * self.model.chunk_size
         audio = np.pad(audio, ((-len(audio)) % patch, 0))
         with torch.inference_mode():
-            feat = self.model.audio_vae.encode(torch.from_numpy(audio)[None].to(self.device), rate).cpu().float()
+            feat = self.model.audio_vae.encode(torch.from_numpy(audio)[None].to(self.device), encoded).cpu().float()
         patches = feat.view(self.model.audio_vae.latent_dim, -1, self.model.patch_size).permute(1, 2, 0)
         return {"sample": pack(patches.numpy()), "sample_text": self.read(transcript) if transcript else ""}
 
@@ -205,8 +206,6 @@ class VoxCPMEngine(BatchEngine):
         """A designed voice made fixed: `text` spoken once in the design under `seed`, and that
         sample kept as the voice's reference with what it says (`voice_from_recording`), so every
         later request sounds like it (a design alone varies from run to run)."""
-        import librosa  # noqa: PLC0415  (a dependency of voxcpm: worker processes only)
-
         read = self.read(text)
         params = VoxCPMParams(design=design, seed=seed)
         with self._busy:
@@ -214,8 +213,7 @@ class VoxCPMEngine(BatchEngine):
             audio = [e.samples for e in self._row(row, lambda key: False, 24) if isinstance(e, Audio)]
         if not audio:
             raise ValueError("the design made no audio")
-        sample = librosa.resample(np.concatenate(audio), orig_sr=SPEC.sample_rate, target_sr=RECORDING_RATE)
-        return self.voice_from_recording(sample, text)
+        return self.voice_from_recording(np.concatenate(audio), text, rate=SPEC.sample_rate)  # 48 kHz: once to 16
 
     def _prompt_cache(self, p: VoxCPMParams) -> dict | None:
         """The package's prompt cache for the row's voice: none for a design, the reference's
