@@ -1,6 +1,6 @@
 """The VoxCPM2 engine on a tiny random checkpoint (the package's own classes and loader, no
 network): every tensor really loads, 48 kHz audio in 160 ms patches, seeds and designs, streaming
-equal to the whole, stops, rows joining between rows, speed as a time-stretch, and the wheel's
+equal to the whole, stops, rows joining a running batch, speed as a time-stretch, and the wheel's
 declared extras (a web UI, an ASR toolkit...) absent: the engine needs only what its path imports."""
 
 from __future__ import annotations
@@ -145,12 +145,13 @@ def test_streaming_gives_the_whole_audio_in_chunks_and_pauses_at_48k(engine):
     segments = [engine.read("Hello there."), engine.read("你好，世界。")]
     whole = np.concatenate(list(engine.synthesize(SynthesisRequest(segments, CALM))))
     chunks = list(engine.stream(SynthesisRequest(segments, CALM), chunk_tokens=1))
-    assert len(chunks) > 3 and np.array_equal(np.concatenate(chunks), whole)
+    streamed = np.concatenate(chunks)  # its first segment alone, then batched: equal but for rounding
+    assert len(chunks) > 3 and len(streamed) == len(whole) and np.abs(streamed - whole).max() < 1e-5
     pause = np.zeros(round(PAUSE_SECONDS * 48000), dtype=np.float32)
     assert any(len(c) == len(pause) and not c.any() for c in chunks)
 
 
-def test_a_stopped_row_ends_at_once_and_rows_join_between_rows(engine):
+def test_a_stopped_row_ends_at_once_and_rows_join_a_running_batch(engine):
     stopped = set()
 
     def stop(key):
@@ -230,7 +231,7 @@ def test_a_cloned_voice_speaks_continued_or_styled_and_its_seed_decides_it(engin
     audios = list(out.values())
     assert all(len(a) != len(b) or not np.allclose(a, b) for i, a in enumerate(audios) for b in audios[i + 1 :])
     assert np.array_equal(run(engine, [BatchRow("a", text, continued, 12)])["a"]["audio"], out["continuation0"])
-    assert engine.references.decoded == 1  # the reference decoded once, kept for the rows after
+    assert engine.prompts.decoded == 1 and engine.prompts.built == 1  # decoded and run through the LMs once, kept
 
 
 def test_a_reference_of_another_model_is_refused_when_used(engine):

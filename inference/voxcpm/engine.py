@@ -1,4 +1,5 @@
-"""The VoxCPM2 engine: the one module (with `checkpoint`) that talks to `voxcpm`.
+"""The VoxCPM2 engine: loading, text, voices; with `rows` (its batch loop over the package's modules,
+`slots` and `decoder`) and `checkpoint`, the modules that talk to `voxcpm`.
 
 Model source: `model_dir` (a local directory in the official layout: the real download or a random
 checkpoint from `checkpoint.make_checkpoint`), else Hugging Face (`openbmb/VoxCPM2`, through
@@ -7,12 +8,12 @@ checkpoint from `checkpoint.make_checkpoint`), else Hugging Face (`openbmb/VoxCP
 dtype its config.json names (the real weights: bfloat16; the random checkpoints: float32), and
 every tensor checked against the files (the package loads non-strictly).
 
-Rows run one after another through the package's generation with a voice design
-(`VoxCPMParams.prompt`), each under its own seed, streaming one patch (160 ms at 48 kHz) per
-language-model step; `chunk_tokens` patches make one `Audio` event, and `more()` between rows gives
-the rows that join. The package keeps a static KV cache for one row, so rows do not share a step
-yet (the spec says `batching: False`). A `speed` other than 1 is a time-stretch that keeps the pitch
-(`inference.stretch`).
+Rows of different requests generate together (`rows.RowBatch`: per-row static slots in both
+language models, one patch — 160 ms at 48 kHz — per row a step, rows joining between steps from
+`more()` and leaving when they end), each with its voice (a design read before the text, or a
+clone's reference whose key/value prefix is kept, `references.Prompts`) and its own seed;
+`chunk_tokens` patches make one `Audio` event. A `speed` other than 1 is a time-stretch that keeps
+the pitch (`inference.stretch`).
 """
 
 from __future__ import annotations
@@ -24,48 +25,56 @@ import re
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from .. import numbers
 from ..base import BatchEngine, model_version, pick_device, pick_precision
-from ..batch import Audio, BatchRow, Done, Event
+from ..batch import Audio, BatchRow, Event
 from ..checkpoints import mismatched, read_manifest, sha256_file
 from ..device import set_threads
-from ..engine import ModelUnavailable, fade_in
+from ..engine import ModelUnavailable
 from ..spec import SAMPLE_RATE as RECORDING_RATE  # the rate a recording reaches a worker at
-from ..stretch import TimeStretch
 from ..text import TextError, estimate_seconds, has_words, normalize_segment, normalizer_version
 from .checkpoint import ALTERNATES, ENV, FILES, check_model_dir, unloaded
 from .params import VoxCPMParams
-from .references import ReferenceError, References, pack, unpack
+from .references import MAX_BYTES as PROMPT_BYTES
+from .references import Prompt, Prompts, ReferenceError, pack, unpack
 from .spec import PATCHES_PER_SECOND, SPEC
+
+if TYPE_CHECKING:
+    from .rows import RowBatch
 
 logger = logging.getLogger(__name__)
 
 REPO = "openbmb/VoxCPM2"
-CODE_VERSION = "rows-one-by-one/1"  # our row loop over the package's generation: part of the version
-MIN_PATCHES = 2  # the package's own min_len: no end before this many patches
-
-
-def _no_progress_bar(iterable, *args, **kwargs):
-    return iterable
+CODE_VERSION = "rows-batched/1"  # our row loop over the package's modules (`rows`): part of the version
 
 
 class VoxCPMEngine(BatchEngine):
     spec = SPEC
     check_model_dir = staticmethod(check_model_dir)
 
-    def __init__(self, model, device, model_version: str, random_weights: bool, fixed_length: bool = False):
+    def __init__(
+        self,
+        model,
+        device,
+        model_version: str,
+        random_weights: bool,
+        fixed_length: bool = False,
+        prompt_bytes: int = PROMPT_BYTES,
+    ):
         self.model = model
         self.device = device
         self.model_version = model_version
         self.random_weights = random_weights
         self.fixed_length = fixed_length  # benchmarks: every row runs to its budget
-        self.references = References()  # cloned voices' decoded references, by digest
-        # The package's language models keep one row's cache: one row at a time, whichever thread
-        # (the batcher's rows, a task's designed voice) runs it.
+        self.prompts = Prompts(prompt_bytes)  # cloned voices' references and prefixes, by digest
+        # The model's modules are shared by the batcher's rows and a task's designed voice: one
+        # step at a time (`RowBatch` takes it), each batch with its own slots.
         self._busy = threading.RLock()
+        self._idle: list[RowBatch] = []
 
     @classmethod
     def load(
@@ -79,8 +88,6 @@ class VoxCPMEngine(BatchEngine):
     ) -> VoxCPMEngine:
         import torch  # noqa: PLC0415  (torch/voxcpm: worker processes only)
         from voxcpm.model import voxcpm2  # noqa: PLC0415  (as above)
-
-        voxcpm2.tqdm = _no_progress_bar  # its generation loop draws a progress bar on stderr, every row
 
         if precision != "auto":  # TTS_PRECISION is every worker's: the other engines' values pass, unapplied
             pick_precision(precision, ("fp32", "bf16"))
@@ -117,6 +124,8 @@ class VoxCPMEngine(BatchEngine):
             precision,
             random_weights,
         )
+        # Our rows keep their own slots (`rows`): the package's one-row caches (8192 positions) go.
+        model.base_lm.kv_cache = model.residual_lm.kv_cache = None
         logger.info("model loaded: %s on %s, %d torch threads", version, dev, torch.get_num_threads())
         return cls(model.eval(), dev, version, random_weights, fixed_length)
 
@@ -168,7 +177,7 @@ class VoxCPMEngine(BatchEngine):
             )
         if params.reference:
             try:
-                patches = self._reference(params.reference)
+                patches = self._prompt(params.reference).patches
             except ReferenceError as e:
                 return str(e)
             steps = len(patches) + len(self.model.text_tokenizer(params.reference_text)) + tokens
@@ -176,14 +185,15 @@ class VoxCPMEngine(BatchEngine):
                 return f"The voice's reference takes {steps} of VoxCPM2's {self.model.config.max_length} steps."
         return None
 
-    def _reference(self, text: str):
-        """A clone's patches as the model's tensor (decoded once, then kept)."""
+    def _prompt(self, text: str) -> Prompt:
+        """A clone's prompt: its patches as the model's tensor, decoded once, then kept (with the
+        prefix its first row builds) while it is among the recently used (`Prompts`)."""
         import torch  # noqa: PLC0415  (torch/voxcpm: worker processes only)
 
         def decode(packed: str):
             return torch.from_numpy(unpack(packed, self.model.patch_size, self.model.audio_vae.latent_dim))
 
-        return self.references.get(text, decode)
+        return self.prompts.get(text, decode)
 
     def voice_from_recording(self, recording: np.ndarray, transcript: str, rate: int = RECORDING_RATE) -> dict:
         """A cloned voice from a reference recording (mono float32 at `rate`: 24 kHz as a worker
@@ -208,27 +218,11 @@ class VoxCPMEngine(BatchEngine):
         later request sounds like it (a design alone varies from run to run)."""
         read = self.read(text)
         params = VoxCPMParams(design=design, seed=seed)
-        with self._busy:
-            row = BatchRow("design", read, params, self.row_budget(read, params))
-            audio = [e.samples for e in self._row(row, lambda key: False, 24) if isinstance(e, Audio)]
+        row = BatchRow("design", read, params, self.row_budget(read, params))
+        audio = [e.samples for e in self.run_rows([row], lambda key: False) if isinstance(e, Audio)]
         if not audio:
             raise ValueError("the design made no audio")
         return self.voice_from_recording(np.concatenate(audio), text, rate=SPEC.sample_rate)  # 48 kHz: once to 16
-
-    def _prompt_cache(self, p: VoxCPMParams) -> dict | None:
-        """The package's prompt cache for the row's voice: none for a design, the reference's
-        patches (both as reference and as the continued prompt, the package's closest cloning)."""
-        if p.mode == "design":
-            return None
-        patches = self._reference(p.reference)
-        if p.mode == "reference":
-            return {"mode": "reference", "ref_audio_feat": patches}
-        return {
-            "mode": "ref_continuation",
-            "ref_audio_feat": patches,
-            "audio_feat": patches,
-            "prompt_text": p.reference_text + " ",
-        }
 
     def run_rows(
         self,
@@ -237,82 +231,23 @@ class VoxCPMEngine(BatchEngine):
         chunk_tokens: int = 24,
         more: Callable[[int], list[BatchRow]] | None = None,
     ) -> Iterator[Event]:
-        """`generate_batch` as an iterator of events: each row in turn (the rows `more` returns
-        join the queue), its audio every `chunk_tokens` patches and its end (`Done.tokens`: patches)."""
+        """`generate_batch` as an iterator of events: the rows generate together, one patch each a
+        step (`rows.RowBatch`), the rows `more` returns joining between steps; each row's audio
+        every `chunk_tokens` patches and its end (`Done.tokens`: patches)."""
         if len({r.key for r in rows}) != len(rows):
             raise ValueError("the rows' keys must be unique within a batch")
         if chunk_tokens < 1:
             raise ValueError("chunk_tokens must be at least 1")
-        queue, seen = list(rows), {r.key for r in rows}
-        while queue:
-            row = queue.pop(0)
-            with self._busy:
-                yield from self._row(row, stop, chunk_tokens)
-            for joining in more(len(queue)) if more is not None else []:
-                if joining.key in seen:
-                    raise ValueError("the rows' keys must be unique within a batch")
-                seen.add(joining.key)
-                queue.append(joining)
-
-    def _row(self, row: BatchRow, stop: Callable[[str], bool], chunk_tokens: int) -> Iterator[Event]:
-        import torch  # noqa: PLC0415  (torch/voxcpm: worker processes only)
-
-        p: VoxCPMParams = row.params
-        if stop(row.key):
-            yield Done(row.key, 0, np.zeros(0, dtype=np.int64))
-            return
-        budget = max(1, row.max_tokens)
-        stretch = TimeStretch(SPEC.sample_rate, p.speed) if p.speed != 1.0 else None
-        patches, pending, first = 0, [], True
-        devices = [self.device] if self.device.type == "cuda" else []
-        with torch.random.fork_rng(devices=devices):  # the row's own noise: same seed, same audio
-            torch.manual_seed(p.seed)
-            steps = self.model._generate_with_prompt_cache(
-                target_text=p.prompt(row.text),
-                prompt_cache=self._prompt_cache(p),
-                min_len=budget if self.fixed_length else min(MIN_PATCHES, budget),
-                max_len=budget,
-                inference_timesteps=p.inference_timesteps,
-                cfg_value=p.cfg_value,
-                streaming=True,
-            )
-            try:
-                for wav, _, _ in self._guarded(steps, row.key):
-                    patches += 1
-                    pending.append(wav.reshape(-1).float().numpy())
-                    if stop(row.key):
-                        break
-                    if len(pending) >= chunk_tokens:
-                        audio = self._out(pending, stretch, first)
-                        first, pending = False, []
-                        if len(audio):
-                            yield Audio(row.key, audio)
-            finally:
-                steps.close()
-        tail = self._out(pending, stretch, first) if pending else np.zeros(0, dtype=np.float32)
-        if stretch is not None:
-            tail = np.concatenate([tail, stretch.finish()])
-        if len(tail):
-            yield Audio(row.key, tail)
-        yield Done(row.key, patches, np.zeros(0, dtype=np.int64))
-
-    @staticmethod
-    def _guarded(steps, key: str):
-        """The package's steps; a row that outgrows the language model's static cache ends where it
-        is (what it made is kept), instead of failing every row of the batch."""
+        batch = self._idle.pop() if self._idle else self._new_batch()
         try:
-            yield from steps
-        except ValueError as e:
-            if "KV cache is full" not in str(e):
-                raise
-            logger.warning("row %s ended early: the language model's cache is full", key)
+            yield from batch.run(rows, stop, chunk_tokens, more, self._prompt)
+        finally:
+            self._idle.append(batch)  # its slots stay allocated for the next batch
 
-    @staticmethod
-    def _out(pending: list[np.ndarray], stretch: TimeStretch | None, first: bool) -> np.ndarray:
-        audio = np.concatenate(pending)
-        if first:
-            audio = fade_in(audio, SPEC.sample_rate)  # a row starts from silence, not mid-wave
-        return stretch.feed(audio) if stretch is not None else audio
+    def _new_batch(self) -> RowBatch:
+        from .rows import RowBatch  # noqa: PLC0415  (torch/voxcpm: worker processes only)
+
+        return RowBatch(self.model, self.device, self.prompts, self._busy, self.fixed_length)
 
     def warm_up(self) -> None:
         """A first generation: the allocator's and kernels' first-use costs at start, not on a request."""

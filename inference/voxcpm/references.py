@@ -3,7 +3,8 @@
 A worker encodes the recording once (AudioVAE V2's encoder at 16 kHz: latent patches of shape
 (patches, patch_size, latent_dim)); the patches travel as text (`pack`: float16 in NumPy's own
 `.npy` layout, base64), so any worker of the engine speaks with the voice without encoding it again.
-`References` keeps the decoded ones a worker used last, bounded by bytes.
+`Prompts` keeps, for the voices a worker used last, their decoded patches and the key/value prefix
+they give the language models, bounded by bytes.
 """
 
 from __future__ import annotations
@@ -12,12 +13,13 @@ import base64
 import binascii
 import hashlib
 import io
+import threading
 from collections import OrderedDict
 from typing import Any
 
 import numpy as np
 
-MAX_BYTES = 256 * 1024 * 1024  # decoded references a worker keeps (a 30 s one: ~0.2 MB in float32)
+MAX_BYTES = 256 * 1024 * 1024  # prompts a worker keeps (a 30 s reference: ~0.2 MB, its full-size prefix ~14 MB)
 
 
 class ReferenceError(ValueError):
@@ -50,28 +52,55 @@ def digest(text: str) -> str:
     return hashlib.sha256(text.encode("ascii", "replace")).hexdigest()[:32]
 
 
-class References:
-    """Decoded references by digest, the least recently used dropped past `max_bytes`."""
+class Prompt:
+    """A cloned voice as a worker holds it: the reference's patches (a tensor) and, once a row has
+    used it, the key/value prefix the reference gives each language model (`slots.Slots.prefix_of`):
+    a later row with the voice starts from it instead of running the reference again."""
+
+    def __init__(self, patches: Any) -> None:
+        self.patches = patches
+        self.prefix: tuple[Any, Any] | None = None  # (text LM's (keys, values), residual LM's)
+
+    @property
+    def nbytes(self) -> int:
+        tensors = [self.patches, *(t for pair in self.prefix or () for t in pair)]
+        return sum(t.numel() * t.element_size() for t in tensors)
+
+
+class Prompts:
+    """Cloned voices' prompts by their reference's digest, the least recently used dropped past
+    `max_bytes` (a prompt grows when its prefix is built: sizes are read again at each use)."""
 
     def __init__(self, max_bytes: int = MAX_BYTES):
         self.max_bytes = max_bytes
-        self._kept: OrderedDict[str, tuple[Any, int]] = OrderedDict()
-        self.bytes = 0
-        self.decoded = 0  # how many times a reference was decoded (not found kept)
+        self._kept: OrderedDict[str, Prompt] = OrderedDict()
+        self._lock = threading.Lock()  # task threads check voices while the batcher's rows use them
+        self.decoded = 0  # references decoded (not found kept)
+        self.built = 0  # prefixes built (a reference run through the language models)
 
-    def get(self, text: str, decode) -> Any:
+    def get(self, text: str, decode) -> Prompt:
+        """The voice's prompt, its reference decoded by `decode(text)` when not kept."""
         key = digest(text)
-        found = self._kept.pop(key, None)
+        with self._lock:
+            found = self._kept.pop(key, None)
         if found is None:
-            value = decode(text)
-            self.decoded += 1
-            found = (value, int(getattr(value, "nbytes", 0)) or len(text))
-            self.bytes += found[1]
-        self._kept[key] = found
-        while self.bytes > self.max_bytes and len(self._kept) > 1:
-            _, (_, size) = self._kept.popitem(last=False)
-            self.bytes -= size
-        return found[0]
+            found = Prompt(decode(text))
+            with self._lock:
+                self.decoded += 1
+        with self._lock:
+            self._kept[key] = found
+        self.trim()
+        return found
+
+    def trim(self) -> None:
+        """Drop the least recently used past `max_bytes`, never the last one used."""
+        with self._lock:
+            while len(self._kept) > 1 and self.bytes > self.max_bytes:
+                self._kept.popitem(last=False)
+
+    @property
+    def bytes(self) -> int:
+        return sum(p.nbytes for p in self._kept.values())
 
     def __len__(self) -> int:
         return len(self._kept)
