@@ -57,6 +57,13 @@ class BatchEngine:
             else:
                 sink.done(event.key, event.tokens, event.words)
 
+    def keep_voice_prompts(self, max_bytes: int) -> None:
+        """Bound what the engine keeps per voice (an engine with `spec.voice_affinity`); else nothing."""
+
+    def voice_prompt_counts(self) -> tuple[int, int] | None:
+        """(prompts built so far, bytes kept now) where the engine keeps voices' prompts, else None."""
+        return None
+
     def _budget(self, params: Any) -> Callable[[str], int]:
         return lambda segment: self.row_budget(segment, params)
 

@@ -82,6 +82,12 @@ class Engine(Protocol):
 
     def warm_up(self) -> None: ...
 
+    def keep_voice_prompts(self, max_bytes: int) -> None:
+        """Bound the voices' prompts the engine keeps (where it keeps any)."""
+
+    def voice_prompt_counts(self) -> tuple[int, int] | None:
+        """(prompts built so far, bytes kept now), or None where the engine keeps none."""
+
     def synthesize(
         self,
         request: SynthesisRequest,

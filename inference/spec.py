@@ -8,7 +8,7 @@ engine lacks is refused from its spec, naming the engine.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 
 from .text import PreparedText, Segmenting, prepare
@@ -89,6 +89,10 @@ class EngineSpec:
     # and whether its transcript is needed (ChatTTS's zero-shot reads it; VoxCPM2 clones without).
     recording_seconds: tuple[float, float] = (1.0, 15.0)
     transcript_required: bool = True
+    # A job's voice as its workers keep it (a clone's prompt: costly to build, worth keeping on one
+    # worker): the key of a job's `params` (a dict), "" when there is nothing to keep; None: the
+    # engine keeps nothing per voice (its jobs are not routed by voice).
+    voice_affinity: Callable[[Mapping], str] | None = None
 
     @property
     def queue_name(self) -> str:

@@ -17,7 +17,7 @@ from contextvars import Token
 
 import numpy as np
 from celery import shared_task
-from celery.signals import task_postrun, task_prerun, worker_init, worker_shutdown
+from celery.signals import task_postrun, task_prerun, worker_init, worker_shutdown, worker_shutting_down
 from django.conf import settings
 
 from billing import alerts as billing_alerts
@@ -38,6 +38,11 @@ _request_tokens: dict[str, Token] = {}
 @worker_init.connect
 def start_synthesis_worker(sender=None, **kwargs) -> None:
     lifecycle.start(sender)
+
+
+@worker_shutting_down.connect
+def drain(**kwargs) -> None:
+    lifecycle.draining()
 
 
 @worker_shutdown.connect

@@ -12,3 +12,9 @@ def send(name: str, object_id, *, request_id: str = "", **options) -> None:
     (queue, priority, expires)."""
     headers = {"request_id": request_id or request_id_var.get()}
     app.send_task(name, args=[str(object_id)], headers=headers, **options)
+
+
+def delete_queue(name: str) -> None:
+    """Delete the broker's queue `name` and the messages in it (a gone worker's own queue)."""
+    with app.connection_for_write() as connection:
+        connection.default_channel.queue_delete(name)

@@ -15,7 +15,9 @@ AudioVAE's `decoder_dim` is at least 2^len(decoder_rates); the rope factor lists
 
 `tiny` (hidden 64, 2 layers: ~3 MB, loads in well under a second) keeps every part the model runs
 and the official audio shapes: 16 kHz in, 48 kHz out, 4 latent frames a patch (160 ms of audio a
-language-model step).
+language-model step). `full` has the official config's shapes (2 B parameters: a 28-layer text LM of
+2048, an 8-layer residual LM, 12-layer local encoder and diffusion decoder of 1024, AudioVAE V2 of
+2048) in float32, for the benchmarks' real compute cost.
 """
 
 from __future__ import annotations
@@ -34,17 +36,18 @@ TOKENIZER = ("tokenizer.json", "tokenizer_config.json")
 FILES = (CONFIG, WEIGHTS, VAE) + TOKENIZER
 ALTERNATES = ("pytorch_model.bin", "audiovae.safetensors", "special_tokens_map.json")  # also read by its loader
 ENV = "TTS_VOXCPM_MODEL_DIR"
+FULL_VOCAB = 73448  # the official tokenizer's: the embedding table keeps its shape
 AUDIO_MARKERS = (101, 102, 103, 104)  # audio start/end, reference audio start/end (VoxCPM2Model)
 
 
-def _lm(hidden: int, layers: int, heads: int, kv_heads: int, vocab: int) -> dict:
-    head = hidden // heads
+def _lm(hidden: int, layers: int, heads: int, kv_heads: int, vocab: int, ffn: int = 0, head: int = 0) -> dict:
+    head = head or hidden // heads
     return {
         "bos_token_id": 1,
         "eos_token_id": 2,
         "hidden_size": hidden,
-        "intermediate_size": hidden * 2,
-        "max_position_embeddings": 4096,
+        "intermediate_size": ffn or hidden * 2,
+        "max_position_embeddings": 4096 if hidden < 1024 else 32768,
         "num_attention_heads": heads,
         "num_hidden_layers": layers,
         "num_key_value_heads": kv_heads,
@@ -53,7 +56,7 @@ def _lm(hidden: int, layers: int, heads: int, kv_heads: int, vocab: int) -> dict
             "type": "longrope",
             "long_factor": [1.0] * (head // 2),
             "short_factor": [1.0] * (head // 2),
-            "original_max_position_embeddings": 4096,
+            "original_max_position_embeddings": 4096 if hidden < 1024 else 32768,
         },
         "vocab_size": vocab,
         "use_mup": False,
@@ -65,19 +68,21 @@ def _lm(hidden: int, layers: int, heads: int, kv_heads: int, vocab: int) -> dict
     }
 
 
-def _part(hidden: int, layers: int, heads: int) -> dict:
+def _part(hidden: int, layers: int, heads: int, ffn: int = 0, head: int = 0) -> dict:
     return {
         "hidden_dim": hidden,
-        "ffn_dim": hidden * 2,
+        "ffn_dim": ffn or hidden * 2,
         "num_heads": heads,
         "num_layers": layers,
-        "kv_channels": hidden // heads,
+        "kv_channels": head or hidden // heads,
     }
 
 
 def config_for(size: str, vocab: int) -> dict:
+    if size == "full":
+        return _full()
     if size != "tiny":
-        raise ValueError(f"unknown checkpoint size {size!r}; choose tiny")
+        raise ValueError(f"unknown checkpoint size {size!r}; choose tiny or full")
     return {
         "architecture": "voxcpm2",
         "lm_config": _lm(64, 2, 4, 2, vocab),
@@ -110,6 +115,41 @@ def config_for(size: str, vocab: int) -> dict:
     }
 
 
+def _full() -> dict:
+    """openbmb/VoxCPM2's own config.json (2 B parameters; its rope factors aside, which change no
+    shape), in float32: the dtype that runs fastest on a CPU without bfloat16 arithmetic."""
+    return {
+        "architecture": "voxcpm2",
+        "lm_config": _lm(2048, 28, 16, 2, FULL_VOCAB, ffn=6144, head=128) | {"scale_emb": 12, "dim_model_base": 256},
+        "patch_size": 4,
+        "feat_dim": 64,
+        "residual_lm_num_layers": 8,
+        "residual_lm_no_rope": True,
+        "scalar_quantization_latent_dim": 512,
+        "scalar_quantization_scale": 9,
+        "encoder_config": _part(1024, 12, 16, ffn=4096, head=128),
+        "dit_config": {**_part(1024, 12, 16, ffn=4096, head=128), "dit_mean_mode": False, "cfm_config": {}},
+        "audio_vae_config": {
+            "encoder_dim": 128,
+            "encoder_rates": [2, 5, 8, 8],
+            "latent_dim": 64,
+            "decoder_dim": 2048,
+            "decoder_rates": [8, 6, 5, 2, 2, 2],
+            "depthwise": True,
+            "sample_rate": 16000,
+            "out_sample_rate": 48000,
+            "use_noise_block": False,
+            "sr_bin_boundaries": [20000, 30000, 40000],
+            "cond_type": "scale_bias",
+            "cond_dim": 128,
+            "cond_out_layer": False,
+        },
+        "max_length": 8192,
+        "device": "cpu",
+        "dtype": "float32",
+    }
+
+
 def _tokenizer():
     """A Llama-style tokenizer (SentencePiece BPE with byte fallback, as the official one) of the
     ASCII characters and every byte, no merges: any text tokenizes (a Chinese character as its
@@ -127,8 +167,8 @@ def _tokenizer():
 
 
 def make_checkpoint(size: str, out: str | Path, seed: int = 0) -> Path:
-    """Write a random VoxCPM2 checkpoint of `size` ("tiny") under `out`; returns `out`. Random
-    weights: the audio is noise, not speech."""
+    """Write a random VoxCPM2 checkpoint of `size` ("tiny", or "full": the official shapes, ~9 GB)
+    under `out`; returns `out`. Random weights: the audio is noise, not speech."""
     import torch  # noqa: PLC0415  (torch/voxcpm: worker processes and tools only)
     from safetensors.torch import save_file  # noqa: PLC0415  (as above)
     from voxcpm.model.voxcpm2 import VoxCPM2Model, VoxCPMConfig  # noqa: PLC0415  (as above)
@@ -141,7 +181,7 @@ def make_checkpoint(size: str, out: str | Path, seed: int = 0) -> Path:
     torch.manual_seed(seed)
     vae = AudioVAEV2(AudioVAEConfigV2(**config["audio_vae_config"]))
     model = VoxCPM2Model(VoxCPMConfig(**copy.deepcopy(config)), tokenizer, vae, device="cpu")
-    state = {k: v.detach().clone().contiguous() for k, v in model.state_dict().items()}
+    state = {k: v.detach().contiguous() for k, v in model.state_dict().items()}  # no copy: 8 GB at full size
     vae_state = {k[len("audio_vae.") :]: v for k, v in state.items() if k.startswith("audio_vae.")}
     save_file({k: v for k, v in state.items() if not k.startswith("audio_vae.")}, str(out / WEIGHTS))
     torch.save(vae_state, out / VAE)

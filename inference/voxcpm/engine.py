@@ -39,7 +39,6 @@ from ..spec import SAMPLE_RATE as RECORDING_RATE  # the rate a recording reaches
 from ..text import TextError, estimate_seconds, has_words, normalize_segment, normalizer_version
 from .checkpoint import ALTERNATES, ENV, FILES, check_model_dir, unloaded
 from .params import VoxCPMParams
-from .references import MAX_BYTES as PROMPT_BYTES
 from .references import Prompt, Prompts, ReferenceError, pack, unpack
 from .spec import PATCHES_PER_SECOND, SPEC
 
@@ -56,21 +55,13 @@ class VoxCPMEngine(BatchEngine):
     spec = SPEC
     check_model_dir = staticmethod(check_model_dir)
 
-    def __init__(
-        self,
-        model,
-        device,
-        model_version: str,
-        random_weights: bool,
-        fixed_length: bool = False,
-        prompt_bytes: int = PROMPT_BYTES,
-    ):
+    def __init__(self, model, device, model_version: str, random_weights: bool, fixed_length: bool = False):
         self.model = model
         self.device = device
         self.model_version = model_version
         self.random_weights = random_weights
         self.fixed_length = fixed_length  # benchmarks: every row runs to its budget
-        self.prompts = Prompts(prompt_bytes)  # cloned voices' references and prefixes, by digest
+        self.prompts = Prompts()  # cloned voices' references and prefixes, by digest
         # The model's modules are shared by the batcher's rows and a task's designed voice: one
         # step at a time (`RowBatch` takes it), each batch with its own slots.
         self._busy = threading.RLock()
@@ -243,6 +234,13 @@ class VoxCPMEngine(BatchEngine):
             yield from batch.run(rows, stop, chunk_tokens, more, self._prompt)
         finally:
             self._idle.append(batch)  # its slots stay allocated for the next batch
+
+    def keep_voice_prompts(self, max_bytes: int) -> None:
+        self.prompts.max_bytes = max_bytes
+        self.prompts.trim()
+
+    def voice_prompt_counts(self) -> tuple[int, int]:
+        return self.prompts.built, self.prompts.bytes
 
     def _new_batch(self) -> RowBatch:
         from .rows import RowBatch  # noqa: PLC0415  (torch/voxcpm: worker processes only)

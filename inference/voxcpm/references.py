@@ -15,6 +15,7 @@ import hashlib
 import io
 import threading
 from collections import OrderedDict
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -50,6 +51,12 @@ def unpack(text: str, patch_size: int, latent_dim: int) -> np.ndarray:
 
 def digest(text: str) -> str:
     return hashlib.sha256(text.encode("ascii", "replace")).hexdigest()[:32]
+
+
+def affinity(params: Mapping) -> str:
+    """A job's voice as workers keep it: its reference's digest (`Prompts`' key), "" for a design."""
+    reference = params.get("reference") or ""
+    return digest(reference) if reference else ""
 
 
 class Prompt:

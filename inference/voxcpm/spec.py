@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ..spec import BuiltinVoice, EngineSpec, Features, License
 from .params import VoxCPMParams
+from .references import affinity
 from .voices import VOICES
 
 SAMPLE_RATE = 48000  # AudioVAE V2's output
@@ -57,4 +58,5 @@ SPEC = EngineSpec(
     sample_rate=SAMPLE_RATE,
     recording_seconds=(1.0, 30.0),
     transcript_required=False,  # without: the timbre (instructions steer the style); with: continued, closest
+    voice_affinity=affinity,  # a clone's prompt is kept by the worker that owns it (rows: its prefix)
 )

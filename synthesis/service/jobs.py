@@ -20,7 +20,7 @@ from billing.limits import Limits
 from billing.models import UsageEvent
 from synthesis.audio import streams
 from synthesis.models import Job
-from synthesis.service import capacity, inflight, queue
+from synthesis.service import capacity, inflight, queue, routing
 from synthesis.service.prepared import PreparedSpeech
 from tts_saas.errors import ApiError
 
@@ -133,7 +133,12 @@ def submit_job(
     priority = capacity.fair_priority(limits.queue_priority, earlier, settings.TTS_MAX_BATCH)
     try:
         queue.enqueue_synthesis(
-            job.id, engine=job.model, priority=priority, expires=how.queue_deadline, request_id=request_id
+            job.id,
+            engine=job.model,
+            priority=priority,
+            expires=how.queue_deadline,
+            request_id=request_id,
+            params=job.params,
         )
     except Exception as exc:
         logger.exception("could not enqueue", extra={"job_id": str(job.id)})
@@ -222,7 +227,20 @@ def claim_job(job_id: str, worker: str = "") -> Job | None:
     job = Job.objects.select_related("organization").get(pk=job_id)
     capacity.note_not_waiting(job.model, job.id)
     capacity.note_progress(job.model)
+    routing.note_claimed(job.id)
     return job
+
+
+def resend_queued_job(job_id: str, engine: str) -> bool:
+    """A job routed to a worker that is gone, sent again on its engine's shared queue, first in
+    line (it has waited already); False when it is not queued any more."""
+    job = Job.objects.filter(pk=job_id, status=Job.Status.QUEUED).first()
+    if job is None:
+        return False
+    queue.enqueue_synthesis(
+        job.id, engine=engine, priority=0, expires=queue_deadline(job.interactive), request_id=job.request_id
+    )
+    return True
 
 
 def requeue_lost_job(job: Job) -> bool:
@@ -242,7 +260,12 @@ def requeue_lost_job(job: Job) -> bool:
     capacity.note_waiting(job.model, job.id)
     try:
         queue.enqueue_synthesis(
-            job.id, engine=job.model, priority=0, expires=queue_deadline(job.interactive), request_id=job.request_id
+            job.id,
+            engine=job.model,
+            priority=0,
+            expires=queue_deadline(job.interactive),
+            request_id=job.request_id,
+            params=job.params,
         )
     except Exception:
         logger.exception("could not enqueue a lost job again", extra={"job_id": str(job.id)})

@@ -10,8 +10,16 @@ from django.utils import timezone
 
 from synthesis.audio import streams
 from synthesis.models import Job
-from synthesis.service import workers
-from synthesis.service.jobs import LOST_MESSAGE, expire_job, fail_job, queue_deadline, requeue_lost_job, run_limit
+from synthesis.service import routing, workers
+from synthesis.service.jobs import (
+    LOST_MESSAGE,
+    expire_job,
+    fail_job,
+    queue_deadline,
+    requeue_lost_job,
+    resend_queued_job,
+    run_limit,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -40,8 +48,9 @@ def rescue_lost_jobs() -> dict[str, int]:
     queued again for a live worker, once; a job that was lost with TTS_JOB_MAX_ATTEMPTS workers
     fails and is refunded (it may be what takes them down). An interactive job whose client
     already had audio and that no retry can find again (no Idempotency-Key) fails at once:
-    nobody could hear its new run. Run by beat every few seconds."""
-    counts = {"requeued": 0, "failed": 0}
+    nobody could hear its new run. Jobs waiting on the queue of a worker that is gone (routed to
+    it as its voice's owner) go to the shared queue. Run by beat every few seconds."""
+    counts = {"requeued": 0, "failed": 0, "rerouted": routing.rescue_routed(resend_queued_job)}
     lapsed = workers.lapsed_workers()
     if not lapsed:
         return counts

@@ -28,11 +28,12 @@ VERSIONS = "tts:model_versions:{}"  # per engine, a sorted set: model version ->
 @dataclass(frozen=True)
 class WorkerState:
     name: str
-    status: str  # "ready" or "unavailable"
+    status: str  # "ready", "unavailable" (its model did not load) or "draining" (leaving)
     model_version: str
     error: str
     capacity: int = 1  # jobs it generates at once (its batch size)
     engine: str = ""  # the engine (model id) it serves
+    queue: str = ""  # its own queue, where it takes the jobs of the voices it owns (`routing`); "" none
 
 
 _NONCE = uuid.uuid4().hex[:8]  # a restarted container keeps its hostname and often its pid
@@ -43,10 +44,19 @@ def worker_name() -> str:
     return f"{socket.gethostname()}:{os.getpid()}:{_NONCE}"
 
 
-def register(engine: str, status: str, model_version: str = "", error: str = "", capacity: int = 1) -> None:
+def register(
+    engine: str, status: str, model_version: str = "", error: str = "", capacity: int = 1, queue: str = ""
+) -> None:
     name = worker_name()
     info = json.dumps(
-        {"engine": engine, "status": status, "model_version": model_version, "error": error, "capacity": capacity}
+        {
+            "engine": engine,
+            "status": status,
+            "model_version": model_version,
+            "error": error,
+            "capacity": capacity,
+            "queue": queue,
+        }
     )
     pipe = get_redis().pipeline()
     pipe.zadd(REGISTRY, {name: time.time() + settings.TTS_WORKER_HEARTBEAT_TTL})
@@ -54,6 +64,14 @@ def register(engine: str, status: str, model_version: str = "", error: str = "",
     if status == "ready":
         pipe.zadd(VERSIONS.format(engine), {model_version: time.time()})
     pipe.execute()
+
+
+def draining() -> None:
+    """This worker is leaving (a warm shutdown): it finishes its jobs and takes no new ones, so the
+    web routes no job to it (`routing`) and counts it out of the engine's capacity."""
+    if _registration:
+        _registration["status"] = "draining"
+        register(**_registration)
 
 
 def unregister() -> None:
@@ -64,16 +82,22 @@ def unregister() -> None:
     pipe.execute()
 
 
+_registration: dict = {}  # what this process's heartbeat registers
+
+
 def start_heartbeat(
-    engine: str, status: str, model_version: str = "", error: str = "", capacity: int = 1
+    engine: str, status: str, model_version: str = "", error: str = "", capacity: int = 1, queue: str = ""
 ) -> threading.Thread:
-    register(engine, status, model_version, error, capacity)
+    _registration.update(
+        engine=engine, status=status, model_version=model_version, error=error, capacity=capacity, queue=queue
+    )
+    register(**_registration)
 
     def beat() -> None:
         while True:
             time.sleep(settings.TTS_WORKER_HEARTBEAT_TTL / 4)
             try:
-                register(engine, status, model_version, error, capacity)
+                register(**_registration)
             except Exception:  # Redis briefly away: the next beat retries
                 pass
 
@@ -96,6 +120,7 @@ def _parse(names: list[bytes], infos: list[bytes | None]) -> list[WorkerState]:
                 info["error"],
                 info.get("capacity", 1),
                 info.get("engine", ""),
+                info.get("queue", ""),
             )
         )
     return states

@@ -147,6 +147,7 @@ class Batcher:
                     logger.exception("could not settle a failed job", extra={"job_id": str(run.job.id)})
         self._release(runs)
         worker_metrics.observe_device(device_stats(self.engine.device))
+        worker_metrics.observe_prompts(self.engine.voice_prompt_counts())
         memory.check(settings.TTS_WORKER_MAX_MEMORY_MB)
 
     def _next_batch(self) -> tuple[list[BatchRow], dict[str, JobRun]]:

@@ -13,7 +13,7 @@ from django.conf import settings
 from inference import registry
 from inference.engine import Engine, EngineOptions, ModelUnavailable
 from inference.text import preload as preload_normalizers
-from synthesis.service import workers
+from synthesis.service import routing, workers
 from synthesis.worker import metrics as worker_metrics
 from synthesis.worker.batcher import Batcher
 
@@ -23,6 +23,7 @@ logger = logging.getLogger(__name__)
 @dataclass
 class Serving:
     engine_name: str = ""  # empty: this process serves no engine (the light worker)
+    queue: str = ""  # its own queue, beside the engine's, for the voices it owns (`routing`); "" none
     engine: Engine | None = None
     batcher: Batcher | None = None
     load_error: str | None = None
@@ -78,6 +79,9 @@ def start(sender) -> None:
             stop(problem)
     # One engine per process, shared by a thread per job of a batch.
     sender.pool_cls, sender.concurrency = "threads", settings.TTS_MAX_BATCH
+    if routing.takes_routed_jobs(name):  # the jobs of the voices it owns come on a queue of its own
+        current.queue = routing.own_queue(name)
+        sender.app.amqp.queues.select_add(current.queue)
     load()
 
 
@@ -85,6 +89,7 @@ def load() -> None:
     name = current.engine_name
     try:
         engine = registry.load(name, options(name))
+        engine.keep_voice_prompts(settings.TTS_VOICE_PROMPT_MB * 2**20)
         preload_normalizers()  # ~2 s: at start, not on the first job
         if settings.TTS_WARMUP:
             engine.warm_up()
@@ -104,12 +109,23 @@ def load() -> None:
     )
     if engine.random_weights:
         logger.warning("serving a RANDOMLY INITIALISED checkpoint: output is noise, not speech")
-    workers.start_heartbeat(name, "ready", model_version=engine.model_version, capacity=settings.TTS_MAX_BATCH)
+    workers.start_heartbeat(
+        name, "ready", model_version=engine.model_version, capacity=settings.TTS_MAX_BATCH, queue=current.queue
+    )
     worker_metrics.serve(settings.TTS_WORKER_METRICS_PORT)
     logger.info(
         "synthesis worker ready",
         extra={"engine": name, "model_version": engine.model_version, "batch": settings.TTS_MAX_BATCH},
     )
+
+
+def draining() -> None:
+    """A warm shutdown began: no new jobs are routed here while it finishes those it has."""
+    if current.engine is not None:
+        try:
+            workers.draining()
+        except Exception:  # Redis away: the registration runs out by itself
+            pass
 
 
 def leave() -> None:

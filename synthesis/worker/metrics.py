@@ -27,6 +27,11 @@ QUEUE_WAIT = Histogram(
 FIRST_AUDIO = Histogram(
     "tts_worker_time_to_first_audio_seconds", "Time from a job's submission to its first audio", buckets=SECONDS
 )
+VOICE_PROMPTS_BUILT = Gauge(
+    "tts_worker_voice_prompts_built",
+    "Cloned voices' prompts this worker built (a voice's reference run through its model)",
+)
+VOICE_PROMPT_BYTES = Gauge("tts_worker_voice_prompt_bytes", "Memory of the cloned voices' prompts this worker keeps")
 DEVICE_MEMORY = Gauge("tts_worker_device_memory_bytes", "Accelerator memory held by the model process", ["device"])
 DEVICE_UTILISATION = Gauge("tts_worker_device_utilisation_ratio", "Accelerator busy time, 0..1", ["device"])
 
@@ -49,3 +54,10 @@ def observe_device(stats: dict[str, float]) -> None:
         DEVICE_MEMORY.labels(device).set(stats["memory_bytes"])
     if "utilisation" in stats:
         DEVICE_UTILISATION.labels(device).set(stats["utilisation"])
+
+
+def observe_prompts(counts: tuple[int, int] | None) -> None:
+    """The engine's kept voice prompts (`Engine.voice_prompt_counts`), where it keeps them."""
+    if counts is not None:
+        VOICE_PROMPTS_BUILT.set(counts[0])
+        VOICE_PROMPT_BYTES.set(counts[1])

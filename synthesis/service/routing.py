@@ -1,0 +1,124 @@
+"""Speaker-sharded routing: a job whose voice has a prompt worth keeping (a VoxCPM2 clone: its
+reference's key/value prefix, `EngineSpec.voice_affinity`) goes to the worker that owns that
+voice, so that the prompt is built on one worker and kept there, not on every worker in turn.
+
+Owners are chosen by rendezvous hashing over the engine's ready workers that take routed jobs
+(each consumes its own queue, `<engine queue>.<worker id>`, beside the engine's shared one): a
+worker that comes or goes moves only the voices it owns or takes. A job goes to the shared queue
+instead when routing is off (TTS_VOICE_ROUTING), its voice has nothing to keep, no live worker takes
+routed jobs, or its owner has a batch's worth of routed jobs waiting and more than the engine's
+average ahead (it would wait longer than any other worker's job).
+
+Routed jobs waiting are counted per worker queue in Redis (noted when sent, dropped when claimed).
+A worker queue whose worker is gone (stopped, crashed, or leaving) is emptied by beat
+(`rescue_routed`): its jobs still queued are sent to the shared queue (a message that outlives this
+is harmless: a job is claimed once), and the queue itself deleted.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+
+from django.conf import settings
+
+from inference.registry import SPECS
+from synthesis.service import capacity
+from synthesis.service.workers import WorkerState, live_workers, worker_name
+from tts_saas.queueing import delete_queue
+from tts_saas.redis import get_redis
+
+logger = logging.getLogger(__name__)
+
+ROUTED = "tts:routed:{}"  # per worker queue, a sorted set: job id -> sent at
+ROUTED_JOBS = "tts:routed"  # a hash: job id -> the worker queue it was sent to
+QUEUES = "tts:routed:queues"  # a hash: worker queue -> its engine
+
+
+def own_queue(engine: str, name: str = "") -> str:
+    """The queue of this worker process (or the worker `name`): the engine's queue and an id."""
+    worker = name or worker_name()
+    return f"{SPECS[engine].queue_name}.{hashlib.sha256(worker.encode()).hexdigest()[:12]}"
+
+
+def takes_routed_jobs(engine: str) -> bool:
+    """Whether a worker of `engine` consumes a queue of its own (its voices have prompts to keep)."""
+    return settings.TTS_VOICE_ROUTING and SPECS[engine].voice_affinity is not None
+
+
+def _score(key: str, worker: WorkerState) -> int:
+    return int.from_bytes(hashlib.sha256(f"{key}|{worker.name}".encode()).digest()[:8], "big")
+
+
+def owner(key: str, states: list[WorkerState]) -> WorkerState | None:
+    """The ready worker that owns the voice `key` (highest rendezvous score), or None."""
+    candidates = [w for w in states if w.status == "ready" and w.queue]
+    return max(candidates, key=lambda w: _score(key, w), default=None)
+
+
+def queue_for(engine: str, params: dict) -> str:
+    """The queue a job of `engine` with these parameters (the job's `params`) is sent to."""
+    spec = SPECS[engine]
+    shared = spec.queue_name
+    key = spec.voice_affinity(params) if settings.TTS_VOICE_ROUTING and spec.voice_affinity else ""
+    if not key:
+        return shared
+    states = live_workers(engine)
+    chosen = owner(key, states)
+    if chosen is None:
+        return shared
+    r = get_redis()
+    routed = r.zcard(ROUTED.format(chosen.queue))
+    if routed >= chosen.capacity:  # a batch's worth waits for it already: is the engine less busy?
+        ready = [w for w in states if w.status == "ready"]
+        total = sum(w.capacity for w in ready)
+        waiting = r.zcard(capacity.WAITING.format(engine))
+        if routed / max(1, chosen.capacity) > waiting / max(1, total):
+            return shared
+    return chosen.queue
+
+
+def note_routed(job_id, queue: str, engine: str, sent_at: float) -> None:
+    pipe = get_redis().pipeline(transaction=False)
+    pipe.zadd(ROUTED.format(queue), {str(job_id): sent_at})
+    pipe.hset(ROUTED_JOBS, str(job_id), queue)
+    pipe.hset(QUEUES, queue, engine)
+    pipe.execute()
+
+
+def note_claimed(job_id) -> None:
+    r = get_redis()
+    queue = r.hget(ROUTED_JOBS, str(job_id))
+    if queue is None:
+        return
+    pipe = r.pipeline(transaction=False)
+    pipe.zrem(ROUTED.format(queue.decode()), str(job_id))
+    pipe.hdel(ROUTED_JOBS, str(job_id))
+    pipe.execute()
+
+
+def rescue_routed(resend) -> int:
+    """Worker queues whose worker is not ready any more: their queued jobs `resend(job_id, engine)`
+    to the shared queue, the queue deleted. Returns how many jobs were sent again. Run by beat."""
+    r = get_redis()
+    queues = {q.decode(): e.decode() for q, e in r.hgetall(QUEUES).items()}
+    if not queues:
+        return 0
+    serving = {w.queue for w in live_workers() if w.status == "ready" and w.queue}
+    moved = 0
+    for queue, engine in queues.items():
+        if queue in serving:
+            continue
+        jobs = [j.decode() for j in r.zrange(ROUTED.format(queue), 0, -1)]
+        for job_id in jobs:
+            moved += bool(resend(job_id, engine))
+        if jobs:
+            r.hdel(ROUTED_JOBS, *jobs)
+        r.delete(ROUTED.format(queue))
+        r.hdel(QUEUES, queue)
+        try:
+            delete_queue(queue)
+        except Exception:  # the broker away: its messages are harmless once the jobs are sent again
+            logger.warning("could not delete a gone worker's queue", extra={"queue": queue}, exc_info=True)
+        logger.info("a gone worker's routed jobs sent to the shared queue", extra={"queue": queue, "jobs": len(jobs)})
+    return moved
