@@ -61,7 +61,7 @@ class CountingSink:
 
 
 class Stack:
-    """Redis + uvicorn + one Celery synthesis worker of `engine`, all on loopback, stopped on exit."""
+    """Redis + uvicorn + `workers` Celery synthesis workers of `engine`, all on loopback, stopped on exit."""
 
     def __init__(
         self,
@@ -69,6 +69,7 @@ class Stack:
         plan: str = "enterprise",
         limits: tuple[str, ...] = (),
         engine: str = "chattts",
+        workers: int = 1,
         **env: str,
     ):
         from tests.stack import free_port, start_web, start_worker, wait_for_workers
@@ -122,9 +123,26 @@ class Stack:
             env=self.env,
             text=True,
         ).strip()
-        self.worker = start_worker(self.env, self.tmp, "bench", queue=f"tts-{engine}")
+        self.metrics_ports = [free_port() for _ in range(workers)]  # each worker's /metrics
+        self.workers = [
+            start_worker(
+                {**self.env, "TTS_WORKER_METRICS_PORT": str(port)}, self.tmp, f"bench{i}", queue=f"tts-{engine}"
+            )
+            for i, port in enumerate(self.metrics_ports)
+        ]
+        self.worker = self.workers[0]
         self.web, self.base_url = start_web(self.env, self.tmp)
-        wait_for_workers(self.redis, "ready", timeout=600, proc=self.worker)
+        wait_for_workers(self.redis, "ready", count=workers, timeout=900, proc=self.worker)
+
+    def worker_metric(self, name: str) -> list[float]:
+        """A metric's value on each worker (its /metrics), in the order they were started."""
+        import httpx
+
+        values = []
+        for port in self.metrics_ports:
+            lines = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=10).text.splitlines()
+            values.append(next((float(line.split()[-1]) for line in lines if line.startswith(name + " ")), 0.0))
+        return values
 
     def job_run_seconds(self, job_id: str) -> float:
         """The worker's own time on a job: started_at to finished_at, as the worker wrote them."""
@@ -154,7 +172,8 @@ class Stack:
 
     def close(self) -> None:
         self.web.stop()
-        self.worker.stop()
+        for worker in self.workers:
+            worker.stop()
         try:
             self.redis.shutdown(nosave=True)
         except Exception:

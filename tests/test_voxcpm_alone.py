@@ -62,7 +62,7 @@ def test_voxcpms_web_and_worker_code_run_without_the_other_engines():
 
 
 @pytest.fixture(scope="module")
-def voxcpm_alone(tmp_path_factory):
+def voxcpm_alone(django_db_setup, tmp_path_factory):
     url, client = stack.redis_db(6)
     env = stack.stack_env(url, TTS_ENGINES="voxcpm", TTS_VOXCPM_MODEL_DIR=os.environ["TTS_TEST_VOXCPM_CHECKPOINT"])
     log_dir = tmp_path_factory.mktemp("voxcpm")

@@ -5,9 +5,9 @@ run: on the worker that owns the voice, which keeps its prompt (`synthesis.servi
 
 from __future__ import annotations
 
-from .env import envbool, envint, envstr
+from .env import envbool, envfloat, envstr
 
 TTS_VOICE_CLONING = envbool("TTS_VOICE_CLONING", True)  # off: no voice from a recording, on any plan
 TTS_CLONE_RATE = envstr("TTS_CLONE_RATE", "10/h")  # cloned voices an organization may start (django-ratelimit)
 TTS_VOICE_ROUTING = envbool("TTS_VOICE_ROUTING", True)  # off: every job on its engine's shared queue
-TTS_VOICE_PROMPT_MB = envint("TTS_VOICE_PROMPT_MB", 256)  # cloned voices' prompts a worker keeps (LRU by bytes)
+TTS_VOICE_PROMPT_MB = envfloat("TTS_VOICE_PROMPT_MB", 256.0)  # cloned voices' prompts a worker keeps (LRU by bytes)

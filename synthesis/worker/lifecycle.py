@@ -89,7 +89,7 @@ def load() -> None:
     name = current.engine_name
     try:
         engine = registry.load(name, options(name))
-        engine.keep_voice_prompts(settings.TTS_VOICE_PROMPT_MB * 2**20)
+        engine.keep_voice_prompts(int(settings.TTS_VOICE_PROMPT_MB * 2**20))
         preload_normalizers()  # ~2 s: at start, not on the first job
         if settings.TTS_WARMUP:
             engine.warm_up()
