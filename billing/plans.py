@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
-# Characters billed per character of input, by model: Kokoro (82 M parameters) costs a fraction of
-# ChatTTS to run, as other speech APIs bill their lighter models at a fraction.
-MODEL_WEIGHTS = {"chattts": 1.0, "kokoro": 0.5}
+# Characters billed per character of input, by model, from what a second of its audio costs to make,
+# rounded to the steps other speech APIs bill their models at (a lighter model at half, a larger,
+# "HD" one at twice the standard, as OpenAI's tts-1 and tts-1-hd): Kokoro (82 M parameters, about
+# 1/11 of ChatTTS's compute per second of audio: docs/benchmarks.md) costs a fraction of ChatTTS to
+# run, billed at half; VoxCPM2 (2 B parameters, about 25 times Kokoro's compute, so more than twice
+# ChatTTS's) at twice. The steps stay coarse on purpose: a model is not priced at its compute alone.
+MODEL_WEIGHTS = {"chattts": 1.0, "kokoro": 0.5, "voxcpm": 2.0}
 
 DEFAULT_PLANS = [
     {
@@ -95,3 +99,15 @@ def add_model_weights(plan_model) -> None:
     """Give the seeded plans their models' price weights where an operator has set none."""
     for spec in DEFAULT_PLANS:
         plan_model.objects.filter(slug=spec["slug"], model_weights={}).update(model_weights=spec["model_weights"])
+
+
+def replace_model_weights(plan_model, before: dict[str, float], after: dict[str, float]) -> None:
+    """Give the seeded plans the weights `after` where they still have the weights `before` they were
+    seeded with: a plan whose weights an operator changed (or emptied: every model 1) keeps them.
+    Compared as numbers (1 and 1.0 alike), whatever the database's JSON makes of them."""
+    for spec in DEFAULT_PLANS:
+        for plan in plan_model.objects.filter(slug=spec["slug"]):
+            weights = plan.model_weights
+            if isinstance(weights, dict) and weights == before:
+                plan.model_weights = dict(after)
+                plan.save(update_fields=["model_weights"])

@@ -2,12 +2,17 @@
 ChatTTS or Kokoro, its listings name only VoxCPM2, OpenAI's names speak with it, and its 48 kHz
 audio reaches every format at the format's rate: plain `pcm` and `wav` at 24 kHz (OpenAI's
 contract), `pcm_48000`/`wav_48000` at the model's own rate, from a live generation and from the
-cache alike, a job's stored file too. Random weights: noise, not speech."""
+cache alike, a job's stored file too; and everything else the service does works on it: every
+codec and rate, lexicons (text substitution; it reads no phonemes), identical requests sharing one
+generation, `speed`, long jobs in one voice captioned per segment, billing at its plan's weight and
+per-model usage, previews, the playground. Random weights: noise, not speech."""
 
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
+import math
 import os
 import struct
 import subprocess
@@ -20,9 +25,18 @@ import pytest
 import websockets
 from playwright.sync_api import expect
 
+from billing.models import QuotaPeriod, UsageEvent
+from inference.voxcpm.spec import SPEC
+from synthesis.audio.formats import RAW_RATES
+from synthesis.models import Job
 from tests import stack
 from tests.browser import browser_page, sign_up
+from tests.conftest import make_persona
+from tests.factories import own_plan
+from tests.test_concurrent_load import speak_all
 from tests.test_custom_voices import recording
+from tests.test_jobs import wait_for
+from tests.test_output_formats import decode
 from tests.waiting import wait_until
 from voices.models import Voice
 
@@ -289,4 +303,207 @@ def test_the_voices_page_clones_and_designs_voxcpm_voices(voxcpm_alone, tmp_path
             row = page.locator("#own-voices tr", has_text=name)
             expect(row).to_have_attribute("data-status", "ready", timeout=60_000)
             expect(row.locator("td.made-from")).to_have_text(made)
+        assert page.errors == []
+
+
+def sse_audio(response: httpx.Response) -> tuple[bytes, list[dict]]:
+    """A `stream_format: sse` answer's audio and its segments' captions."""
+    pcm, segments = b"", []
+    for line in response.text.splitlines():
+        if line.startswith("data: "):
+            event = json.loads(line[6:])
+            if event["type"] == "speech.audio.delta":
+                pcm += base64.b64decode(event["audio"])
+            elif event["type"] == "speech.audio.segment":
+                segments.append({k: v for k, v in event.items() if k != "type"})
+    return pcm, segments
+
+
+def test_every_format_and_rate_is_served_from_one_voxcpm_generation(voxcpm_alone, owner):
+    """One generation at the model's 48 kHz, cached; every codec and rate encoded from it, each
+    decoding at its rate to the generation's length."""
+    body = {"model": "voxcpm", "voice": "echo", "input": "Every format from one generation.", "seed": 12}
+    headers = {"Authorization": f"Bearer {owner.key}"}
+    with httpx.Client(base_url=f"{voxcpm_alone}/v1", headers=headers, timeout=120) as client:
+        native = speak(client, **body, response_format="pcm_48000")
+        seconds = len(native.content) / 2 / 48000
+        served = {}
+        for rate in RAW_RATES:
+            served[f"pcm_{rate}"] = (speak(client, **body, response_format=f"pcm_{rate}"), "s16le", rate)
+            served[f"wav_{rate}"] = (speak(client, **body, response_format=f"wav_{rate}"), "wav", rate)
+        for name, demuxer, rate in (
+            ("ulaw_8000", "mulaw", 8000),
+            ("alaw_8000", "alaw", 8000),
+            ("mp3", "mp3", 24000),
+            ("mp3_22050_32", "mp3", 22050),
+            ("mp3_44100_128", "mp3", 44100),
+            ("opus", "ogg", 48000),  # Opus decoders always give 48 kHz
+            ("aac", "aac", 24000),
+            ("flac", "flac", 24000),
+        ):
+            served[name] = (speak(client, **body, response_format=name), demuxer, rate)
+    assert native.headers["x-cache"] == "miss" and seconds > 0.1
+    for name, (response, demuxer, rate) in served.items():
+        assert response.headers["x-cache"] == "hit", name
+        raw = demuxer in ("s16le", "mulaw", "alaw")
+        samples, decoded_rate = decode(response.content, demuxer, rate if raw else None)
+        assert decoded_rate == rate, name
+        if raw or demuxer in ("wav", "flac"):  # lossless: to a sample
+            assert abs(len(samples) - seconds * rate) <= 1, name
+        else:  # lossy encoders' priming and padding stay (no edit lists in a stream)
+            assert seconds - 1e-3 <= len(samples) / rate <= seconds + 0.1, name
+
+
+def test_a_lexicon_substitutes_text_on_voxcpm_and_the_cache_key_follows_what_is_spoken(voxcpm_alone, owner):
+    """VoxCPM2 reads no phonemes: an entry's alias replaces the text, an entry with phonemes only
+    leaves it as written. The key hashes the text as spoken; captions show the text as sent."""
+    text = "VoxCPM runs nginx today."
+    entries = [{"text": "VoxCPM", "alias": "Vox C P M"}, {"text": "nginx", "phonemes": "ˈɛnʤɪnˈɛks"}]
+    body = {"model": "voxcpm", "voice": "alloy", "seed": 13, "response_format": "pcm"}
+    headers = {"Authorization": f"Bearer {owner.key}"}
+    with httpx.Client(base_url=f"{voxcpm_alone}/v1", headers=headers, timeout=120) as client:
+        lexicon = client.post("/lexicons", json={"name": "names", "entries": entries})
+        assert lexicon.status_code == 201, lexicon.text
+        applied = speak(client, **body, input=text, lexicons=[lexicon.json()["id"]], stream_format="sse")
+        plain = speak(client, **body, input=text)
+        typed = speak(client, **body, input="Vox C P M runs nginx today.")
+    applied_pcm, captions = sse_audio(applied)
+    assert applied.headers["x-cache"] == "miss" and applied_pcm
+    assert plain.headers["x-cache"] == "miss" and plain.content != applied_pcm  # another key, other audio
+    assert typed.headers["x-cache"] == "hit" and typed.content == applied_pcm  # the alias was read, nginx as written
+    assert [c["text"] for c in captions] == [text]
+
+
+def test_identical_seeded_voxcpm_requests_sent_at_once_share_one_generation(voxcpm_alone):
+    org = make_persona("Echo Vox", concurrent_jobs=8, requests_per_minute=1000)
+    body = {"model": "voxcpm", "input": "Welcome aboard, everybody, at the same time.", "seed": 77}
+    responses = speak_all(voxcpm_alone, org.key, [body] * 3)
+    assert [r.status_code for r in responses] == [200] * 3
+    assert len({r.content for r in responses}) == 1 and responses[0].content
+    assert Job.objects.filter(organization=org.org).count() == 1  # one generation for three requests
+    assert [r.headers["x-cache"] for r in responses].count("miss") == 1
+    events = UsageEvent.objects.filter(organization=org.org)
+    assert events.count() == 3 and events.filter(cached=True).count() == 2
+    assert {e.characters for e in events} == {2 * len(body["input"])}  # each billed at VoxCPM2's weight
+
+
+def test_speed_stretches_voxcpm_audio_from_the_same_generation(voxcpm_alone, owner):
+    headers = {"Authorization": f"Bearer {owner.key}"}
+    with httpx.Client(base_url=f"{voxcpm_alone}/v1", headers=headers, timeout=120) as client:
+        normal = speak(client, model="voxcpm", voice="alloy", response_format="pcm", seed=14)
+        fast = speak(client, model="voxcpm", voice="alloy", response_format="pcm", seed=14, speed=2.0)
+        slow = speak(client, model="voxcpm", voice="alloy", response_format="pcm", seed=14, speed=0.5)
+    assert fast.headers["x-cache"] == slow.headers["x-cache"] == "miss"  # speed is part of the key
+    assert len(fast.content) == pytest.approx(len(normal.content) / 2, rel=0.05)
+    assert len(slow.content) == pytest.approx(len(normal.content) * 2, rel=0.05)
+
+
+def test_voxcpm_is_billed_at_its_plans_weight_and_usage_shows_it_per_model(voxcpm_alone, owner):
+    text = "Billing at a weight, please."
+    headers = {"Authorization": f"Bearer {owner.key}"}
+    with httpx.Client(base_url=f"{voxcpm_alone}/v1", headers=headers, timeout=120) as client:
+        first = speak(client, model="voxcpm", voice="alloy", input=text, seed=15, response_format="pcm")
+        again = speak(client, model="voxcpm", voice="alloy", input=text, seed=15, response_format="pcm")
+        by_model = client.get("/usage", params={"group_by": "model"}).json()
+        subscription = client.get("/subscription").json()
+    billed = math.ceil(len(text) * 2.0)  # the seeded plans' weight for VoxCPM2
+    assert (first.headers["x-cache"], again.headers["x-cache"]) == ("miss", "hit")
+    rows = UsageEvent.objects.filter(organization=owner.org)
+    assert sorted((r.model, r.characters, r.cached) for r in rows) == [
+        ("voxcpm", billed, False),
+        ("voxcpm", billed, True),
+    ]
+    (voxcpm,) = by_model["data"]
+    assert (voxcpm["model"], voxcpm["characters"], voxcpm["requests"]) == ("voxcpm", 2 * billed, 2)
+    assert subscription["character_count"] == 2 * billed
+
+
+def test_a_long_job_on_a_cloned_voice_speaks_every_segment_in_it_captioned_one_by_one(voxcpm_alone, owner):
+    """Beyond one request's limit, one job: its segments all spoken with the clone's reference (one
+    voice across chunks), its captions one per segment in order, ending with its audio."""
+    own_plan(owner.org, "short-requests", max_input_chars=200, max_job_chars=2000)
+    article = " ".join(f"Part {n} of the story goes on, a sentence at a time, to its end." for n in range(8))
+    segments = SPEC.prepare(article, live=False).segments
+    assert len(article) > 200 and len(segments) >= 3
+    headers = {"Authorization": f"Bearer {owner.key}"}
+    with httpx.Client(base_url=f"{voxcpm_alone}/v1", headers=headers, timeout=120) as client:
+        files = {"audio": ("me.wav", recording(3), "audio/wav")}
+        voice = client.post("/audio/voices", data={"name": "Reader", "model": "voxcpm", "consent": "true"}, files=files)
+        assert voice.status_code == 201, voice.text
+        voice_id = voice.json()["id"]
+        wait_until(lambda: client.get(f"/audio/voices/{voice_id}").json()["status"] == "ready", 120, "never encoded")
+        refused = client.post("/audio/speech", json={"model": "voxcpm", "voice": voice_id, "input": article})
+        job = client.post(
+            "/jobs", json={"model": "voxcpm", "voice": voice_id, "input": article, "seed": 16, "response_format": "wav"}
+        )
+        assert job.status_code == 202, job.text
+        done = wait_for(client, job.json()["id"], {"succeeded", "failed"}, timeout=240)
+        captions = client.get(f"/jobs/{done['id']}/captions").json()["segments"]
+        srt = client.get(f"/jobs/{done['id']}/captions", params={"format": "srt"}).text
+        audio = client.get(f"/jobs/{done['id']}/audio").content
+    assert refused.status_code == 400 and "/v1/jobs" in refused.json()["error"]["message"]
+    assert done["status"] == "succeeded" and done["model"] == "voxcpm", done
+    stored = Job.objects.get(pk=done["id"])
+    assert stored.segments == list(segments) and stored.params["reference"] == Voice.objects.get(pk=voice_id).sample
+    assert [c["text"] for c in captions] == list(segments)  # one per segment, in order
+    assert captions[0]["start"] == 0.0 and all(
+        a["end"] <= b["start"] for a, b in zip(captions, captions[1:], strict=False)
+    )
+    assert captions[-1]["end"] == pytest.approx(done["audio_seconds"], abs=1e-3)
+    assert len(srt.strip().split("\n\n")) == len(segments)
+    assert rate_of(audio) == 24000 and (len(audio) - 44) / 2 / 24000 == pytest.approx(done["audio_seconds"], abs=0.01)
+    assert UsageEvent.objects.get(job_id=done["id"]).characters == 2 * len(article)
+
+
+def test_a_voxcpm_voice_is_previewed_unbilled_and_cached(voxcpm_alone, owner):
+    headers = {"Authorization": f"Bearer {owner.key}"}
+    with httpx.Client(base_url=f"{voxcpm_alone}/v1", headers=headers, timeout=120) as client:
+        first = client.get("/audio/voices/nova/preview", params={"model": "voxcpm", "format": "wav"})
+        again = client.get("/audio/voices/nova/preview", params={"model": "voxcpm", "format": "wav"})
+        native = client.get("/audio/voices/nova/preview", params={"model": "voxcpm", "format": "wav_48000"})
+        default = client.get("/audio/voices/nova/preview")  # the deployment's model, mp3
+        kokoro = client.get("/audio/voices/af_heart/preview", params={"model": "voxcpm"})
+    assert first.status_code == 200 and (first.headers["x-cache"], again.headers["x-cache"]) == ("miss", "hit")
+    # The live file's header says unknown sizes (streamed); the cached one's, its own: the same audio.
+    assert again.content[44:] == first.content[44:] and rate_of(first.content) == rate_of(again.content) == 24000
+    assert rate_of(native.content) == 48000 and len(native.content) - 44 == pytest.approx(
+        2 * (len(first.content) - 44), abs=4
+    )
+    assert default.status_code == 200 and default.headers["content-type"] == "audio/mpeg"
+    assert default.headers["x-cache"] == "hit"  # the same preview, another format
+    assert kokoro.status_code == 404
+    quota = QuotaPeriod.objects.filter(organization=owner.org).first()
+    assert quota is None or (quota.used, quota.reserved) == (0, 0)  # previews are not billed
+    assert set(UsageEvent.objects.filter(organization=owner.org).values_list("characters", flat=True)) <= {0}
+
+
+def test_voxcpm_speaks_in_the_playground_billed_at_its_weight_and_its_voices_are_previewed(voxcpm_alone):
+    text = "VoxCPM2 speaks in the playground."
+    with browser_page() as page:
+        sign_up(page, voxcpm_alone, "playground@example.com", "Playground Co")
+        page.goto(f"{voxcpm_alone}/dashboard/playground?model=voxcpm&voice=alloy")
+        assert page.locator("#pg-model").input_value() == "voxcpm"
+        assert "each character billed as 2" in page.locator("#pg-model-hint").inner_text()
+        remaining = int(page.locator("#pg-text").get_attribute("data-remaining"))
+        page.fill("#pg-text", text)
+        assert f"{len(text)} / " in page.locator("#pg-count").inner_text()
+        assert f" · {2 * len(text)} billed · " in page.locator("#pg-count").inner_text()
+        page.click("#pg-play")
+        page.wait_for_function("window.ttsPlayground.ended || window.ttsPlayground.error", timeout=120_000)
+        state = page.evaluate("window.ttsPlayground")
+        assert state["error"] is None and state["bytes"] > 0 and state["bytes"] % 2 == 0
+        assert f"for {2 * len(text)} characters" in page.locator("#pg-status").inner_text()
+        left = f"{remaining - 2 * len(text):,} left this month"
+        assert left in page.locator("#pg-count").inner_text()  # what the server billed, once
+
+        def billed_by_the_server() -> bool:
+            page.reload()
+            return left in page.locator("#pg-count").inner_text()
+
+        wait_until(billed_by_the_server, 30, "the page's count is not the server's", interval=0.5)
+        page.goto(f"{voxcpm_alone}/dashboard/voices")
+        page.locator("#voices-voxcpm tbody tr[data-voice='alloy'] button.preview").click()
+        page.wait_for_function("window.ttsPreview.ended || window.ttsPreview.error", timeout=120_000)
+        preview = page.evaluate("window.ttsPreview")
+        assert preview["error"] is None and preview["bytes"] > 0 and preview["model"] == "voxcpm"
         assert page.errors == []
