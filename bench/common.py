@@ -36,7 +36,8 @@ def setup(description: str, runs: int = 5, extra=None):
 def checkpoint(size: str, engine: str = "chattts") -> str:
     """A random checkpoint of `engine` (var/checkpoints/<size> for ChatTTS, <engine>-<size> else)."""
     path = ROOT / "var" / "checkpoints" / (size if engine == "chattts" else f"{engine}-{size}")
-    if not (path / "checkpoint.json").exists():
+    stale = engine == "voxcpm" and not (path / "tts_voices.json").exists()  # from before its built-in voices
+    if not (path / "checkpoint.json").exists() or stale:
         print(f"making the {size} random {engine} checkpoint in {path} …", flush=True)
         from inference import registry
 

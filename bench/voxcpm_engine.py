@@ -4,7 +4,8 @@ compute; noise, not speech), in this process. All figures from one run:
 - throughput, aggregate audio seconds per wall second: N requests one at a time (each a batch of
   one) against the same N rows in one batch, for N = 4 and 8 (target at 4: at least 2.5x), every
   row running to the same number of patches (`fixed_length`), each with its own voice (designs and
-  a clone) and seed; and the package's own generation of one row, for scale;
+  a clone) and seed; and one row through the package's own generation (`_generate_with_prompt_cache`,
+  the peer on a CPU: the GPU servers, Nano-vLLM-VoxCPM and vLLM-Omni, need CUDA) against ours;
 - first audio: the time to a row's first chunk (the worker's chunk, TTS_STREAM_CHUNK_SECONDS) alone;
 - where a step's time goes, at 1 and 4 rows: the diffusion decoder, the two LMs and the local
   encoder, AudioVAE's decode (one step timed by parts, synchronised);
@@ -76,6 +77,16 @@ def main() -> None:
         f"1. throughput: audio s per wall s, every row {args.patches} patches "
         f"({args.patches / PATCHES_PER_SECOND:.2f} s)"
     )
+    package = []
+    for i in range(args.runs):  # the peer on a CPU: the package's own generation, one row, the same work
+        began = time.perf_counter()
+        samples = package_row(engine, voices[i % len(DESIGNS)], args.patches)
+        package.append(samples / rate / (time.perf_counter() - began))
+    ours = statistics.median(audio_rate([[r]]) for r in rows(args.runs))
+    print(
+        f"   one row: the package's own generation {statistics.median(package):.3f}, ours {ours:.3f}, "
+        f"ratio {ours / statistics.median(package):.2f}"
+    )
     for n in args.rows:
         alone, together = [], []
         for _ in range(args.runs):
@@ -119,6 +130,23 @@ def main() -> None:
         f"(prefixes built {engine.prompts.built - built}, kept {engine.prompts.bytes / 2**20:.1f} MB)"
     )
     print(f"peak RSS {peak_rss_mb():.0f} MB")
+
+
+def package_row(engine, params, patches: int) -> int:
+    """A designed row through the package's own `_generate_with_prompt_cache` (its one-row static
+    caches, set up again as its constructor does), to `patches` patches; returns the samples made."""
+    import torch
+
+    model = engine.model
+    for lm in (model.base_lm, model.residual_lm):
+        lm.setup_cache(1, model.config.max_length, engine.device, next(lm.parameters()).dtype)
+    torch.manual_seed(params.seed)
+    steps = model._generate_with_prompt_cache(
+        target_text=params.prompt(TEXT), prompt_cache=None, min_len=patches, max_len=patches, streaming=True
+    )
+    samples = sum(wav.numel() for wav, _, _ in steps)
+    model.base_lm.kv_cache = model.residual_lm.kv_cache = None  # ours keeps its own
+    return samples
 
 
 def step_parts(engine, rows) -> dict[str, float]:

@@ -116,7 +116,7 @@ def test_rows_joining_a_running_batch_make_what_they_make_alone(fixed, voices):
 
     def more(live: int) -> list[BatchRow]:
         asked.append(live)
-        return late if len(asked) == 3 else []  # they join at the third step
+        return late if len(asked) == 3 else []  # they join the third time they are asked
 
     together = audio_of(fixed, [first], more=more)
     for row in [first, *late]:

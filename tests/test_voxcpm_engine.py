@@ -19,8 +19,9 @@ from safetensors.torch import load_file, save_file
 from inference.batch import Audio, BatchRow, Done
 from inference.checkpoints import MANIFEST
 from inference.engine import PAUSE_SECONDS, ModelUnavailable, SynthesisRequest
-from inference.voxcpm.checkpoint import CONFIG, FILES, WEIGHTS, check_model_dir, make_checkpoint
+from inference.voxcpm.checkpoint import make_checkpoint
 from inference.voxcpm.engine import VoxCPMEngine
+from inference.voxcpm.files import CONFIG, FILES, WEIGHTS, check_model_dir
 from inference.voxcpm.params import VoxCPMParams
 from inference.voxcpm.references import pack, unpack
 from inference.voxcpm.spec import SPEC
@@ -76,7 +77,7 @@ def test_the_checkpoint_has_the_official_layout(checkpoint):
     assert config["audio_vae_config"]["sample_rate"] == 16000 and config["audio_vae_config"]["out_sample_rate"] == 48000
     manifest = json.loads((checkpoint / MANIFEST).read_text())
     assert manifest["engine"] == "voxcpm" and manifest["random_weights"] is True
-    assert set(manifest["sha256"]) == set(FILES)
+    assert set(manifest["sha256"]) == set(FILES) | {"tts_voices.json"}  # and the built-in voices (ours)
     assert not any(k.startswith("audio_vae.") for k in load_file(str(checkpoint / WEIGHTS)))
     assert check_model_dir(str(checkpoint)) is None
 
@@ -133,10 +134,13 @@ def test_the_design_is_what_the_model_reads_before_the_text(engine):
     assert len(calm) != len(bright) or not np.allclose(calm, bright)
 
 
-def test_instructions_design_the_voice_in_place_of_the_builtin_description():
+def test_instructions_design_the_voice_or_steer_a_builtin_ones_style():
     builtin = VoxCPMParams.from_request({}, {"builtin": "onyx"}, seed=1)
     designed = VoxCPMParams.from_request({"instructions": "Whisper, slowly."}, {"builtin": "onyx"}, seed=1)
-    assert builtin.design.startswith("A deep, steady male voice") and designed.design == "Whisper, slowly."
+    assert builtin.with_builtin(None).design.startswith("A deep, steady male voice")  # no kept reference
+    assert designed.with_builtin(None).design == "Whisper, slowly."  # the instructions design it instead
+    kept = {"onyx": {"sample": "packed", "sample_text": "Hello."}}
+    assert designed.with_builtin(kept).mode == "reference"  # the kept timbre, styled by the instructions
     tuned = VoxCPMParams.from_request({"cfg_value": 3.5, "inference_timesteps": 4}, {"builtin": "onyx"}, seed=1)
     assert (tuned.cfg_value, tuned.inference_timesteps) == (3.5, 4)
 

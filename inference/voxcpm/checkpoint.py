@@ -1,5 +1,5 @@
-"""VoxCPM2's files: randomly initialised checkpoints in the official layout (tests and benchmarks),
-and the cheap check that a model directory holds that layout.
+"""Randomly initialised VoxCPM2 checkpoints in the official layout (`files`), for tests and
+benchmarks.
 
 The official download (huggingface.co/openbmb/VoxCPM2) is `config.json` (`"architecture":
 "voxcpm2"`, the language model's, encoder's, diffusion decoder's and AudioVAE's configs),
@@ -8,7 +8,9 @@ without its `audio_vae.` prefix) and a `LlamaTokenizerFast` (`tokenizer.json`,
 `tokenizer_config.json`). Tests cannot reach it, so `make_checkpoint` instantiates the package's own
 `VoxCPM2Model` and `AudioVAEV2` from a small config with random weights and writes them where
 `VoxCPM2Model.from_local` reads them, with a byte-level tokenizer of its own, plus
-`checkpoint.json` (size, seed, each file's SHA-256). Three things a working checkpoint needs: the
+`checkpoint.json` (size, seed, each file's SHA-256), and the built-in voices' references
+(`voices.VOICES_FILE`, ours: designed by the tiny checkpoint's own model from their descriptions;
+tones encoded by the full one's AudioVAE). Three things a working checkpoint needs: the
 tokenizer has ids 101-104 (the audio and reference-audio markers the model inserts); the
 AudioVAE's `decoder_dim` is at least 2^len(decoder_rates); the rope factor lists have
 `kv_channels / 2` entries. Random weights make noise, not speech.
@@ -24,18 +26,13 @@ from __future__ import annotations
 
 import copy
 import json
-import os
 from pathlib import Path
 
 from ..checkpoints import write_random_manifest
+from .files import CONFIG, FILES, VAE, WEIGHTS
+from .references import pack
+from .voices import SAMPLE_TEXT, VOICES, VOICES_FILE, design_all, write_voices
 
-CONFIG = "config.json"
-WEIGHTS = "model.safetensors"
-VAE = "audiovae.pth"
-TOKENIZER = ("tokenizer.json", "tokenizer_config.json")
-FILES = (CONFIG, WEIGHTS, VAE) + TOKENIZER
-ALTERNATES = ("pytorch_model.bin", "audiovae.safetensors", "special_tokens_map.json")  # also read by its loader
-ENV = "TTS_VOXCPM_MODEL_DIR"
 FULL_VOCAB = 73448  # the official tokenizer's: the embedding table keeps its shape
 AUDIO_MARKERS = (101, 102, 103, 104)  # audio start/end, reference audio start/end (VoxCPM2Model)
 
@@ -189,61 +186,40 @@ def make_checkpoint(size: str, out: str | Path, seed: int = 0) -> Path:
     tokenizer.save_pretrained(str(out))
     for extra in ("special_tokens_map.json",):  # not part of the official layout's files
         (out / extra).unlink(missing_ok=True)
-    write_random_manifest(out, "voxcpm", size, seed, FILES)
+    if size == "tiny":
+        del model, state, vae_state
+        _design_builtin_voices(out, seed)
+    else:
+        _tone_builtin_voices(out, vae, model.patch_size)
+    write_random_manifest(out, "voxcpm", size, seed, FILES + (VOICES_FILE,))
     return out
 
 
-def check_model_dir(model_dir: str) -> str | None:
-    """A clear message if `model_dir` cannot hold VoxCPM2's files; cheap (no hashing, no torch)."""
-    path = Path(model_dir)
-    if not path.is_dir():
-        return f"{ENV}={model_dir} does not exist or is not a directory."
-    # Each file, or the other name the package's loader also reads.
-    choices = [(CONFIG,), (WEIGHTS, "pytorch_model.bin"), (VAE, "audiovae.safetensors"), (TOKENIZER[0],)]
-    found = [next((name for name in names if (path / name).is_file()), None) for names in choices]
-    missing = [
-        " (or ".join(names) + (")" if len(names) > 1 else "")
-        for names, f in zip(choices, found, strict=True)
-        if f is None
-    ]
-    if missing:
-        return (
-            f"{ENV}={model_dir} is not a VoxCPM2 model directory: missing {', '.join(missing)} "
-            "(the layout of huggingface.co/openbmb/VoxCPM2)."
-        )
-    config_file, weights, vae = found[0], found[1], found[2]
-    unreadable = [rel for rel in (config_file, weights, vae) if rel and not os.access(path / rel, os.R_OK)]
-    if unreadable:
-        return f"{ENV}={model_dir} is not readable: {', '.join(unreadable)}."
-    try:
-        config = json.loads((path / CONFIG).read_text())
-    except (OSError, ValueError) as e:
-        return f"{ENV}={model_dir}: {CONFIG} is not readable JSON ({e})."
-    if not isinstance(config, dict) or str(config.get("architecture", "")).lower() != "voxcpm2":
-        return f'{ENV}={model_dir}: {CONFIG} does not say "architecture": "voxcpm2" (VoxCPM 1.x is another model).'
-    return None
+def _design_builtin_voices(out: Path, seed: int) -> None:
+    """The built-in voices designed from their descriptions by the checkpoint's own model, as
+    `manage.py make_builtin_voices` makes them with the real one (noise here: random weights)."""
+    from .engine import VoxCPMEngine  # noqa: PLC0415  (the engine loads what this module writes)
+
+    engine = VoxCPMEngine.load(str(out), device="cpu")
+    write_voices(out, design_all(engine, seed), "designed from the written descriptions by this random checkpoint")
 
 
-def unloaded(model, model_dir: Path) -> list[str]:
-    """What of `model` did not come from the files: each tensor missing from them, or different."""
-    import torch  # noqa: PLC0415  (torch/voxcpm: worker processes only)
-    from safetensors.torch import load_file  # noqa: PLC0415  (as above)
+def _tone_builtin_voices(out: Path, vae, patch_size: int) -> None:
+    """The full-size checkpoint's built-in voices: a tone each, encoded by its AudioVAE, taken for
+    the sample text (designing thirteen voices with a 2 B model takes half an hour on a CPU, and
+    random weights make noise either way); what matters for benchmarks is a reference of a real
+    length (3 s) and its transcript, as a designed voice has."""
+    import numpy as np  # noqa: PLC0415
+    import torch  # noqa: PLC0415  (tools only)
 
-    def read(safetensors: str, pickled: str) -> dict:  # the loader's order: safetensors first
-        path = model_dir / safetensors
-        state: dict = (
-            load_file(str(path))
-            if path.is_file()
-            else torch.load(model_dir / pickled, map_location="cpu", weights_only=True)
-        )
-        return state.get("state_dict", state)
-
-    saved = read("model.safetensors", "pytorch_model.bin")
-    saved |= {f"audio_vae.{k}": v for k, v in read("audiovae.safetensors", "audiovae.pth").items()}
-    problems = []
-    for key, tensor in model.state_dict().items():
-        if key not in saved:
-            problems.append(f"{key} missing")
-        elif saved[key].shape != tensor.shape or not torch.equal(saved[key].to(tensor.dtype), tensor.cpu()):
-            problems.append(f"{key} differs")
-    return problems
+    voices = {}
+    rate, chunk = vae.sample_rate, patch_size * vae.chunk_size
+    for i, name in enumerate(VOICES):
+        t = np.arange(3 * rate) / rate
+        audio = (0.3 * np.sin(2 * np.pi * (110 + 20 * i) * t)).astype(np.float32)
+        audio = np.pad(audio, ((-len(audio)) % chunk, 0))
+        with torch.inference_mode():
+            feat = vae.encode(torch.from_numpy(audio)[None], rate).float()
+        patches = feat.view(vae.latent_dim, -1, patch_size).permute(1, 2, 0).numpy()
+        voices[name] = {"sample": pack(patches), "sample_text": SAMPLE_TEXT}
+    write_voices(out, voices, "tones encoded by this random checkpoint's AudioVAE, taken for the sample text")

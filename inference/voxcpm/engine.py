@@ -24,6 +24,7 @@ import math
 import re
 import threading
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -37,10 +38,11 @@ from ..device import set_threads
 from ..engine import ModelUnavailable
 from ..spec import SAMPLE_RATE as RECORDING_RATE  # the rate a recording reaches a worker at
 from ..text import TextError, estimate_seconds, has_words, normalize_segment, normalizer_version
-from .checkpoint import ALTERNATES, ENV, FILES, check_model_dir, unloaded
+from .files import ALTERNATES, ENV, FILES, check_model_dir, unloaded
 from .params import VoxCPMParams
 from .references import Prompt, Prompts, ReferenceError, pack, unpack
 from .spec import PATCHES_PER_SECOND, SPEC
+from .voices import VOICES_FILE, read_voices
 
 if TYPE_CHECKING:
     from .rows import RowBatch
@@ -55,8 +57,17 @@ class VoxCPMEngine(BatchEngine):
     spec = SPEC
     check_model_dir = staticmethod(check_model_dir)
 
-    def __init__(self, model, device, model_version: str, random_weights: bool, fixed_length: bool = False):
+    def __init__(
+        self,
+        model,
+        device,
+        model_version: str,
+        random_weights: bool,
+        fixed_length: bool = False,
+        builtin: dict[str, dict] | None = None,
+    ):
         self.model = model
+        self.builtin = builtin  # the built-in voices' references (`voices.VOICES_FILE`), or None
         self.device = device
         self.model_version = model_version
         self.random_weights = random_weights
@@ -89,7 +100,7 @@ class VoxCPMEngine(BatchEngine):
         set_threads(dev, threads)
         path = cls._files(model_dir, hf_cache_dir)
         # Every file the package's loader may read (it prefers the safetensors of each pair).
-        sha = {rel: sha256_file(path / rel) for rel in FILES + ALTERNATES if (path / rel).is_file()}
+        sha = {rel: sha256_file(path / rel) for rel in FILES + ALTERNATES + (VOICES_FILE,) if (path / rel).is_file()}
         manifest = read_manifest(path)
         wrong = mismatched(manifest, sha)
         if wrong:
@@ -115,10 +126,31 @@ class VoxCPMEngine(BatchEngine):
             precision,
             random_weights,
         )
+        builtin = cls._builtin_voices(path, model)
         # Our rows keep their own slots (`rows`): the package's one-row caches (8192 positions) go.
         model.base_lm.kv_cache = model.residual_lm.kv_cache = None
         logger.info("model loaded: %s on %s, %d torch threads", version, dev, torch.get_num_threads())
-        return cls(model.eval(), dev, version, random_weights, fixed_length)
+        return cls(model.eval(), dev, version, random_weights, fixed_length, builtin)
+
+    @staticmethod
+    def _builtin_voices(path: Path, model) -> dict[str, dict] | None:
+        """The built-in voices' references kept beside the model (checked against its shapes), or
+        None: the written descriptions then, which vary with the seed (said once, here)."""
+        try:
+            voices = read_voices(path)
+            for voice in (voices or {}).values():
+                unpack(voice["sample"], model.patch_size, model.audio_vae.latent_dim)
+        except (ValueError, ReferenceError) as e:
+            raise ModelUnavailable(
+                f"{path / VOICES_FILE} does not fit this model ({e}): make it again with manage.py make_builtin_voices."
+            ) from e
+        if voices is None:
+            logger.warning(
+                "no %s beside the model: built-in voices are their written designs, which change with the seed; "
+                "make them fixed once with manage.py make_builtin_voices",
+                VOICES_FILE,
+            )
+        return voices
 
     @staticmethod
     def _files(model_dir: str, hf_cache_dir: str) -> Path:
@@ -160,6 +192,7 @@ class VoxCPMEngine(BatchEngine):
         """A design is text: any design is a voice, if it leaves the language model room for speech
         (its static cache holds `max_length` steps: the design or the reference, its transcript, the
         text and the audio patches). A clone's reference must be one of this model's."""
+        params = params.with_builtin(self.builtin)
         limit = self.model.config.max_length // 4
         tokens = len(self.model.text_tokenizer(params.prompt("")))
         if tokens > limit:
@@ -230,10 +263,18 @@ class VoxCPMEngine(BatchEngine):
         if chunk_tokens < 1:
             raise ValueError("chunk_tokens must be at least 1")
         batch = self._idle.pop() if self._idle else self._new_batch()
+
+        def joining(live: int) -> list[BatchRow]:
+            return [self._resolved(r) for r in more(live)] if more is not None else []
+
         try:
-            yield from batch.run(rows, stop, chunk_tokens, more, self._prompt)
+            yield from batch.run([self._resolved(r) for r in rows], stop, chunk_tokens, joining, self._prompt)
         finally:
             self._idle.append(batch)  # its slots stay allocated for the next batch
+
+    def _resolved(self, row: BatchRow) -> BatchRow:
+        """The row with its built-in voice resolved (its kept reference, else its description)."""
+        return replace(row, params=row.params.with_builtin(self.builtin)) if row.params.builtin else row
 
     def keep_voice_prompts(self, max_bytes: int) -> None:
         self.prompts.max_bytes = max_bytes

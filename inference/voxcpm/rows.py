@@ -127,6 +127,10 @@ class RowBatch:
                 self._admit([r for r in joining if r.key not in stopped], prompt_of)
             for key in stopped:
                 yield Done(key, 0, np.zeros(0, dtype=np.int64))
+            arrived = more(len(self.rows)) if more is not None and joining else []
+            if arrived:  # came while those were prefilled (seconds for a long prompt): in before the step
+                joining = arrived
+                continue
             if not self.rows:
                 return
             with self.lock:
