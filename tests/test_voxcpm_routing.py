@@ -112,25 +112,27 @@ def test_a_clones_jobs_run_on_its_owner_which_builds_its_prompt_once(cluster, ow
     assert all(s.queue.startswith("tts-voxcpm.") for s in states) and len({s.queue for s in states}) == 2
     jobs = Job.objects.filter(voice__in=voices, status=Job.Status.SUCCEEDED)
     assert jobs.count() == 9
-    owners = [owner_of(v, states) for v in voices]
+    owners = [owner_of(v, cluster) for v in voices]
+    assert sorted(owners.count(name) for name in cluster.workers) == [1, 2]  # bounded loads: two and one
     for voice, name in zip(voices, owners, strict=True):
         assert {job.worker for job in jobs if job.voice == voice} == {name}, voice  # its three jobs, on its owner
     built = {name: cluster.prompts_built(name) for name in cluster.workers}
     assert built == {name: owners.count(name) for name in cluster.workers}  # each prompt once, on its owner
 
 
-def owner_of(voice_id: str, states: list[WorkerState]) -> str:
-    """The worker that owns a cloned voice (its jobs' parameters carry its sample as the reference)."""
-    chosen = routing.owner(affinity({"reference": Voice.objects.get(pk=voice_id).sample}), states)
-    assert chosen is not None
-    return chosen.name
+def owner_of(voice_id: str, cluster: Cluster) -> str:
+    """The worker the web gave a cloned voice to (its jobs carry its sample as the reference)."""
+    key = affinity({"reference": Voice.objects.get(pk=voice_id).sample})
+    return cluster.redis.hget(routing.OWNERS.format("voxcpm"), key).decode()
 
 
 def test_a_job_routed_to_a_killed_worker_runs_on_the_other_one(cluster, owner):
     headers = {"Authorization": f"Bearer {owner.key}"}
     with httpx.Client(base_url=f"{cluster.base_url}/v1", headers=headers, timeout=120) as client:
         (voice,) = clones(client, 1)
-        victim = owner_of(voice, cluster.states())
+        first = client.post("/audio/speech", json={"model": "voxcpm", "voice": voice, "input": "Hi.", "seed": 3})
+        assert first.status_code == 200, first.text  # the voice now has an owner
+        victim = owner_of(voice, cluster)
         cluster.workers.pop(victim).stop(signal.SIGKILL)  # its registration lingers until it lapses
         job = client.post("/jobs", json={"model": "voxcpm", "voice": voice, "input": "Routed before anyone knew."})
         assert job.status_code == 202, job.text

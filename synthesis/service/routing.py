@@ -2,12 +2,17 @@
 reference's key/value prefix, `EngineSpec.voice_affinity`) goes to the worker that owns that
 voice, so that the prompt is built on one worker and kept there, not on every worker in turn.
 
-Owners are chosen by rendezvous hashing over the engine's ready workers that take routed jobs
-(each consumes its own queue, `<engine queue>.<worker id>`, beside the engine's shared one): a
-worker that comes or goes moves only the voices it owns or takes. A job goes to the shared queue
-instead when routing is off (TTS_VOICE_ROUTING), its voice has nothing to keep, no live worker takes
-routed jobs, or its owner has a batch's worth of routed jobs waiting and more than the engine's
-average ahead (it would wait longer than any other worker's job).
+A voice is given an owner the first time it is routed, and keeps it while that worker is ready (a
+table in Redis, shared by every web process; a voice unused for an hour is nobody's again): the
+first worker in the voice's rendezvous order (hashing over the engine's ready workers that take
+routed jobs, each consuming its own queue, `<engine queue>.<worker id>`, beside the engine's shared
+one) that owns fewer than its share of the voices in use, by capacity — consistent hashing with
+bounded loads, so that six voices do not land five on one worker. A worker that goes moves only its
+own voices (each to the next in its order with room); one that comes takes new voices, and moves
+none. A job goes to the shared queue instead when routing is off (TTS_VOICE_ROUTING), its voice
+has nothing to keep, no live worker takes routed jobs, or its owner has a batch's worth of routed
+jobs waiting and more than the engine's average ahead (it would wait longer than any other
+worker's job).
 
 Routed jobs waiting are counted per worker queue in Redis (noted when sent, dropped when claimed).
 A worker queue whose worker is gone (stopped, crashed, or leaving) is emptied by beat
@@ -19,6 +24,9 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import math
+import time
+from collections import Counter
 
 from django.conf import settings
 
@@ -33,6 +41,8 @@ logger = logging.getLogger(__name__)
 ROUTED = "tts:routed:{}"  # per worker queue, a sorted set: job id -> sent at
 ROUTED_JOBS = "tts:routed"  # a hash: job id -> the worker queue it was sent to
 QUEUES = "tts:routed:queues"  # a hash: worker queue -> its engine
+OWNERS = "tts:owners:{}"  # per engine, a hash: voice key -> its owner's name (and `:used`: last routed at)
+OWNER_IDLE_SECONDS = 3600  # a voice unused this long is nobody's any more (a returning one is given anew)
 
 
 def own_queue(engine: str, name: str = "") -> str:
@@ -50,10 +60,22 @@ def _score(key: str, worker: WorkerState) -> int:
     return int.from_bytes(hashlib.sha256(f"{key}|{worker.name}".encode()).digest()[:8], "big")
 
 
-def owner(key: str, states: list[WorkerState]) -> WorkerState | None:
-    """The ready worker that owns the voice `key` (highest rendezvous score), or None."""
-    candidates = [w for w in states if w.status == "ready" and w.queue]
-    return max(candidates, key=lambda w: _score(key, w), default=None)
+def owner(key: str, states: list[WorkerState], owners: dict[str, str] | None = None) -> WorkerState | None:
+    """The ready worker that owns the voice `key`: the one `owners` (voice key -> worker name) gives
+    it to while that one lives, else the first in the voice's rendezvous order (highest score first)
+    that owns fewer than its share of the voices in use, by capacity (bounded loads: a few voices do
+    not all land on one worker); None when no ready worker takes routed jobs."""
+    ready = [w for w in states if w.status == "ready" and w.queue]
+    if not ready:
+        return None
+    live = {w.name: w for w in ready}
+    owners = owners or {}
+    if owners.get(key) in live:
+        return live[owners[key]]
+    owned = Counter(name for voice, name in owners.items() if name in live and voice != key)
+    voices, capacity_total = sum(owned.values()) + 1, sum(w.capacity for w in ready)
+    ordered = sorted(ready, key=lambda w: _score(key, w), reverse=True)
+    return next(w for w in ordered if owned[w.name] < math.ceil(voices * w.capacity / capacity_total))
 
 
 def queue_for(engine: str, params: dict) -> str:
@@ -64,10 +86,20 @@ def queue_for(engine: str, params: dict) -> str:
     if not key:
         return shared
     states = live_workers(engine)
-    chosen = owner(key, states)
+    r = get_redis()
+    table = OWNERS.format(engine)
+    owners = {voice.decode(): name.decode() for voice, name in r.hgetall(table).items()}
+    chosen = owner(key, states, owners)
     if chosen is None:
         return shared
-    r = get_redis()
+    now = time.time()
+    if owners.get(key) != chosen.name:  # a new voice, or its owner gone: given to `chosen`
+        r.hset(table, key, chosen.name)
+        idle = [v.decode() for v in r.zrangebyscore(f"{table}:used", 0, now - OWNER_IDLE_SECONDS)]
+        if idle:  # voices unused for long lose their owner (they count for nobody's share)
+            r.hdel(table, *idle)
+            r.zrem(f"{table}:used", *idle)
+    r.zadd(f"{table}:used", {key: now})
     routed = r.zcard(ROUTED.format(chosen.queue))
     if routed >= chosen.capacity:  # a batch's worth waits for it already: is the engine less busy?
         ready = [w for w in states if w.status == "ready"]

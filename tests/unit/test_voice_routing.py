@@ -1,5 +1,6 @@
-"""Speaker-sharded routing without a server: rendezvous owners (stable, only a leaving or joining
-worker's share moves), the queue a job is sent to (its voice's owner's, or the shared one when the
+"""Speaker-sharded routing without a server: rendezvous order (stable, only a leaving or joining
+worker's share moves), owners with bounded loads (a few voices spread evenly, each kept by its
+owner while it lives), the queue a job is sent to (its voice's owner's, or the shared one when the
 voice keeps nothing, routing is off, no worker takes routed jobs or the owner is the busier), and a
 gone worker's routed jobs sent to the shared queue."""
 
@@ -50,6 +51,36 @@ def test_only_ready_workers_with_a_queue_of_their_own_own_voices():
     assert routing.owner(KEYS[0], states + [worker("d")]).name == "d"
 
 
+def give(keys, states, owners: dict[str, str]) -> dict[str, str]:
+    """Voices routed one after another, each kept by the owner it is given (as `queue_for` keeps them)."""
+    for key in keys:
+        owners[key] = routing.owner(key, states, owners).name
+    return owners
+
+
+def test_a_few_voices_spread_evenly_by_capacity_and_keep_their_owner():
+    two = [worker("a"), worker("b")]
+    for first in range(0, 60, 6):  # whatever six voices come, three each
+        owners = give(KEYS[first : first + 6], two, {})
+        assert sorted(list(owners.values()).count(n) for n in "ab") == [3, 3], owners
+    big = [worker("a", capacity=8), worker("b", capacity=4)]
+    owners = give(KEYS[:12], big, {})
+    assert list(owners.values()).count("a") == 8  # twice the capacity, twice the voices
+    assert all(routing.owner(k, two, owners).name == owners[k] for k in KEYS[:12])  # kept, whatever the order
+
+
+def test_a_gone_owners_voices_move_to_the_others_and_a_newcomer_takes_new_voices_only():
+    three = [worker("a"), worker("b"), worker("c")]
+    owners = give(KEYS[:30], three, {})
+    two = [worker("a"), worker("b")]
+    moved = {k: routing.owner(k, two, owners).name for k in KEYS[:30]}
+    assert all(moved[k] == owners[k] for k in KEYS[:30] if owners[k] != "c")  # only c's voices move
+    four = three + [worker("d")]
+    assert all(routing.owner(k, four, owners).name == owners[k] for k in KEYS[:30])  # d takes none of them
+    fresh = give(KEYS[30:60], four, dict(owners))
+    assert sum(1 for k in KEYS[30:60] if fresh[k] == "d") >= 10  # but new ones, up to its share
+
+
 def test_a_clones_key_is_its_references_digest_and_a_design_has_none():
     assert affinity({"reference": "abc", "design": "x"}) == digest("abc") == affinity({"reference": "abc"})
     assert affinity({"reference": "", "design": "A calm voice"}) == "" and affinity({}) == ""
@@ -77,6 +108,7 @@ def test_a_clones_job_goes_to_its_owners_queue_and_a_designs_to_the_shared_one(r
     chosen = routing.queue_for("voxcpm", clone)
     owner = routing.owner(digest("packed patches"), workers.live_workers("voxcpm"))
     assert chosen == owner.queue and chosen.startswith("tts-voxcpm.")
+    assert registry.hget(routing.OWNERS.format("voxcpm"), digest("packed patches")).decode() == owner.name
     assert routing.queue_for("voxcpm", {"reference": "", "design": "calm"}) == "tts-voxcpm"
     assert routing.queue_for("kokoro", {"voice": [["af_heart", 1.0]]}) == "tts-kokoro"  # keeps nothing per voice
     settings.TTS_VOICE_ROUTING = False
