@@ -1,7 +1,8 @@
 """Output formats through the live server, checked with a decoder (PyAV), not by byte counts:
 telephony G.711 (`ulaw_8000`, `alaw_8000`) through the `openai` SDK, pcm/wav at every sample rate,
 mp3 at 22.05/44.1 kHz with a bit rate, all served from one cached generation; `output_format`
-beside `response_format`; jobs, job streams and the WebSocket in the same names; plans by codec."""
+beside `response_format`; `sample_rate` with a plain name; jobs, job streams and the WebSocket in
+the same names; plans by codec."""
 
 from __future__ import annotations
 
@@ -110,6 +111,23 @@ def test_output_format_names_are_checked_and_must_agree_with_response_format(liv
         )
     assert agreed.status_code == 200 and len(agreed.content) % 2 == 0
     assert len(agreed.content) // 2 == len(speech(live_stack, owner.key, output_format="pcm_16000")) // 2
+
+
+def test_sample_rate_picks_the_rate_of_a_plain_name(live_stack, owner):
+    seconds = len(speech(live_stack, owner.key, response_format="pcm")) / 2 / 24000
+    with live_stack.client(owner.key) as client:
+        body = {"input": TEXT, "seed": SEED, "response_format": "wav", "sample_rate": 16000}
+        wav = client.post("/audio/speech", json=body)
+        refused = client.post("/audio/speech", json={**body, "response_format": "opus"})
+    assert wav.status_code == 200 and wav.headers["content-type"] == "audio/wav"
+    assert wav.headers["x-cache"] == "hit"  # the same generation as every other rate
+    assert struct.unpack("<I", wav.content[24:28])[0] == 16000
+    samples, rate = decode(wav.content)
+    assert rate == 16000 and abs(len(samples) - seconds * 16000) <= 1
+    assert wav.content == speech(live_stack, owner.key, output_format="wav_16000")
+    error = refused.json()["error"]
+    assert refused.status_code == 400 and (error["param"], error["code"]) == ("sample_rate", "invalid_value")
+    assert "24000" in error["message"]
 
 
 def test_a_job_stores_its_file_in_the_format_asked_and_its_stream_takes_any_format(live_stack, owner):

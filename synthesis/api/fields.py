@@ -11,7 +11,15 @@ from rest_framework import serializers
 from rest_framework.fields import empty
 
 from inference.registry import SPECS
-from synthesis.audio.formats import ALL_FORMATS, output_format
+from synthesis.audio.formats import (
+    ALL_FORMATS,
+    G711_RATE,
+    MP3_RATES,
+    RAW_RATES,
+    SAMPLE_RATE,
+    at_sample_rate,
+    output_format,
+)
 from voices.catalog import VOICE_ID
 
 MAX_INSTRUCTIONS = 4096  # characters, as OpenAI
@@ -57,6 +65,37 @@ class FormatField(StrictChoiceField):
         except ValueError as exc:
             message = str(exc).replace("Unsupported output_format", f"Unsupported {self.field_name}", 1)
             raise serializers.ValidationError(message, code="invalid_value") from None
+
+
+def _rates(rates: tuple[int, ...]) -> str:
+    return ", ".join(str(rate) for rate in rates)
+
+
+class SampleRateField(serializers.IntegerField):
+    """A request's `sample_rate`: the rate of its format in Hz, which `apply` makes the extended name
+    (pcm with 16000: pcm_16000), so that everything after the request reads the name alone."""
+
+    def __init__(self, **kwargs):
+        kbps = (output_format("mp3").bit_rate or 0) // 1000
+        help_text = (
+            f"The output's rate in Hz, for the format named: pcm or wav {_rates(RAW_RATES)} (pcm_<rate>, "
+            f"wav_<rate>); mp3 {_rates(MP3_RATES)} (mp3_<rate>_{kbps}); ulaw_8000 and alaw_8000 {G711_RATE} only; "
+            f"opus, aac and flac are always {SAMPLE_RATE} Hz and refuse it. With an extended name it must be the "
+            f"name's rate. Without it the plain names are {SAMPLE_RATE} Hz on every model (VoxCPM2 makes 48000 Hz: "
+            "pcm or wav with 48000 keeps it)."
+        )
+        super().__init__(required=False, allow_null=True, help_text=help_text, **kwargs)
+
+    @staticmethod
+    def apply(fmt: str, rate: int | None) -> str:
+        """`fmt` at `rate` (itself without one); a rate its codec does not offer, or that the name
+        contradicts, is a 400 naming `sample_rate` (with the valid rates)."""
+        if rate is None:
+            return fmt
+        try:
+            return at_sample_rate(fmt, rate)
+        except ValueError as exc:
+            raise serializers.ValidationError({"sample_rate": [str(exc)]}, code="invalid_value") from None
 
 
 class InputLengthValidator(MaxLengthValidator):

@@ -22,6 +22,7 @@ from synthesis.api.fields import (
     InstructionsLengthValidator,
     JobInputLengthValidator,
     ModelField,
+    SampleRateField,
     SpeedField,
     StrictCharField,
     VoiceField,
@@ -57,6 +58,7 @@ class SpeechRequestSerializer(serializers.Serializer):
         help_text="The same names as response_format (ElevenLabs' spelling: ulaw_8000, pcm_16000, "
         "mp3_44100_128). When both are sent they must name the same codec; output_format then decides.",
     )
+    sample_rate = SampleRateField()
     speed = SpeedField(required=False, default=1.0)
     zero_retention = serializers.BooleanField(
         required=False,
@@ -167,6 +169,7 @@ class SpeechRequestSerializer(serializers.Serializer):
                     code="invalid_value",
                 )
             attrs["response_format"] = chosen
+        attrs["response_format"] = SampleRateField.apply(attrs["response_format"], attrs.pop("sample_rate", None))
         return attrs
 
     def to_internal_value(self, data):

@@ -1,7 +1,8 @@
 """Audio encoding of the synthesized speech (mono 16-bit little-endian PCM at the engine's rate,
 24 kHz unless its spec says otherwise), with PyAV's bundled FFmpeg; no system libraries needed.
 `encode` makes a whole file; `StreamEncoder` turns PCM chunks into bytes that can be sent as they
-come. `output_format` maps a name to its `Format`.
+come. `output_format` maps a name to its `Format`; `at_sample_rate` a name and a request's
+`sample_rate` to the name at that rate (pcm and 16000: pcm_16000).
 
 The plain names (OpenAI's `response_format` values, `FORMATS`), all at 24 kHz on every engine
 (OpenAI's contract: clients assume it of `pcm`; an engine that makes 48 kHz is heard at its own rate
@@ -113,7 +114,7 @@ ALL_FORMATS = FORMATS + OUTPUT_FORMATS  # every accepted name (the OpenAPI enum)
 
 def _one_of(values: tuple[object, ...]) -> str:
     *rest, last = [str(v) for v in values]
-    return f"{', '.join(rest)} or {last}"
+    return f"{', '.join(rest)} or {last}" if rest else last
 
 
 _ACCEPTED = (
@@ -136,6 +137,33 @@ def output_format(name: str) -> Format:
         elif len(parts) == 3 and parts[0] == "mp3" and parts[1] in ("22050", "24000") and parts[2].isdigit():
             reason = f" (mp3 at {parts[1]} Hz is MPEG-2: at most {MPEG2_MAX_KBPS} kbps)"
     raise ValueError(f"Unsupported output_format {name!r}{reason}. {_ACCEPTED}")
+
+
+# The rates a request's `sample_rate` may pick, by codec (opus, aac and flac have the plain names' rate only).
+SAMPLE_RATES = {"pcm": RAW_RATES, "wav": RAW_RATES, "mp3": MP3_RATES, "ulaw": (G711_RATE,), "alaw": (G711_RATE,)}
+
+
+def at_sample_rate(name: str, rate: int) -> str:
+    """The name of format `name` at `rate` Hz (a request's `sample_rate`): plain pcm, wav and mp3 become
+    pcm_<rate>, wav_<rate> and mp3_<rate>_<plain mp3's kbps>; an extended name stays as it is if it says
+    `rate`. `ValueError` with a message for people otherwise (a rate not offered, a fixed-rate codec,
+    an extended name at another rate)."""
+    fmt = output_format(name)
+    rates = SAMPLE_RATES.get(fmt.codec)
+    if rates is None:
+        raise ValueError(
+            f"{fmt.codec} is always {fmt.sample_rate} Hz (opus, aac and flac have that fixed rate); sample_rate "
+            f"applies to {_one_of(tuple(SAMPLE_RATES))}."
+        )
+    if rate not in rates:
+        raise ValueError(f"{rate} Hz is not offered for {fmt.codec}; valid rates: {_one_of(rates)}.")
+    if name != fmt.codec:  # an extended name: its rate is said already
+        if fmt.sample_rate != rate:
+            raise ValueError(f"{rate} contradicts {name}, which is {fmt.sample_rate} Hz; send one or the other.")
+        return name
+    if fmt.codec == "mp3":
+        return f"mp3_{rate}_{(fmt.bit_rate or 0) // 1000}"
+    return f"{fmt.codec}_{rate}"
 
 
 def wav_header(num_samples: int | None, sample_rate: int = SAMPLE_RATE) -> bytes:
