@@ -108,6 +108,20 @@ def test_a_voxcpm_deployment_lists_only_voxcpm_and_speaks_for_openais_names(voxc
         kokoro = client.post("/audio/speech", json={"model": "kokoro", "input": "Hi."})
         temperature = client.post("/audio/speech", json={"model": "voxcpm", "input": "Hi.", "temperature": 0.5})
         tuned = speak(client, model="voxcpm", cfg_value=3.0, inference_timesteps=4, response_format="pcm")
+        readme = client.post(  # the README's VoxCPM2 example, as written there
+            "/audio/speech",
+            json={
+                "model": "voxcpm",
+                "input": "Bonjour, ça coûte 5 €. Hello again!",
+                "voice": "nova",
+                "instructions": "Warm and unhurried",
+                "response_format": "wav",
+                "sample_rate": 48000,
+                "seed": 7,
+            },
+        )
+    assert readme.status_code == 200, readme.text
+    assert rate_of(readme.content) == 48000 and readme.headers["x-instructions"] == "applied"
     assert {m["engine"] for m in models} == {"voxcpm"}
     assert all(m["license"]["commercial_use"] for m in models)
     assert kokoro.status_code == 404 and "not served here" in kokoro.json()["error"]["message"]

@@ -24,7 +24,6 @@ import torch
 
 from ..batch import Audio, BatchRow, Done, Event
 from ..engine import fade_in
-from ..stretch import TimeStretch
 from . import prompts
 from .decoder import RowDecoder
 from .params import VoxCPMParams
@@ -42,7 +41,11 @@ class _Row:
         self.key, self.params = row.key, p
         self.budget, self.min_index = budget, min_index
         self.noise = torch.Generator().manual_seed(p.seed)  # the row's own: same seed, same patches
-        self.stretch = TimeStretch(rate, p.speed) if p.speed != 1.0 else None
+        self.stretch = None
+        if p.speed != 1.0:
+            from ..stretch import TimeStretch  # noqa: PLC0415  (PyAV: only for a row that changes speed)
+
+            self.stretch = TimeStretch(rate, p.speed)
         self.rate = rate
         self.pending: list[np.ndarray] = []
         self.first = True
