@@ -151,6 +151,8 @@ def at_sample_rate(name: str, rate: int) -> str:
     fmt = output_format(name)
     rates = SAMPLE_RATES.get(fmt.codec)
     if rates is None:
+        if rate == fmt.sample_rate:  # the rate it has anyway: a client that always sends one is served
+            return name
         raise ValueError(
             f"{fmt.codec} is always {fmt.sample_rate} Hz (opus, aac and flac have that fixed rate); sample_rate "
             f"applies to {_one_of(tuple(SAMPLE_RATES))}."

@@ -87,6 +87,7 @@ def test_fixed_rate_codecs_refuse_it_and_say_their_rate(codec):
     error = refused(response_format=codec, sample_rate=48000)
     assert f"{codec} is always 24000 Hz" in error["message"]
     assert "pcm, wav, mp3, ulaw or alaw" in error["message"]
+    assert validated(response_format=codec, sample_rate=24000)["response_format"] == codec  # its own rate
 
 
 def test_a_rate_not_offered_lists_the_valid_rates():
