@@ -67,3 +67,27 @@ def test_the_first_runs_demo_has_an_owner_who_signs_in_and_a_standard_key(tmp_pa
     assert oct(password_file.stat().st_mode & 0o777) == "0o600"
     assert client.post("/accounts/login/", {"username": "demo@example.com", "password": password}).status_code == 302
     assert client.get("/dashboard/").context["current_org"].name == "Demo"
+
+
+def test_a_restart_reuses_the_demo_key_and_keeps_the_owner_signed_in(tmp_path, client):
+    """Before: each start of ./scripts/run added another active demo key of the same name and set
+    the owner's password again, which signed them out."""
+    var = tmp_path / "var"
+    args = ["create_org", "Demo", "--kind", "standard", "--owner", "demo@example.com", "--key-name", "demo"]
+    files = ["--owner-password-file", str(var / "demo_password"), "--key-file", str(var / "demo_key")]
+    first = io.StringIO()
+    call_command(*args, *files, stdout=first)
+    raw = re.search(r"API key \(standard, new, kept in \S+\): (\S+)", first.getvalue()).group(1)
+    password = (var / "demo_password").read_text().strip()
+    assert client.post("/accounts/login/", {"username": "demo@example.com", "password": password}).status_code == 302
+    again = io.StringIO()
+    call_command(*args, *files, stdout=again)  # the next start
+    assert f"API key (standard, the one kept in {var / 'demo_key'}): {raw}" in again.getvalue()
+    assert ApiKey.objects.filter(name="demo", revoked_at__isnull=True).count() == 1
+    assert oct((var / "demo_key").stat().st_mode & 0o777) == "0o600"
+    assert client.get("/dashboard/").status_code == 200  # still signed in, not sent to the sign-in page
+    ApiKey.objects.get(name="demo").revoke()  # a key revoked on the dashboard: the next start makes one
+    third = io.StringIO()
+    call_command(*args, *files, stdout=third)
+    renewed = re.search(r"API key \(standard, new, kept in \S+\): (\S+)", third.getvalue()).group(1)
+    assert renewed != raw and authenticate_key(f"Bearer {renewed}").organization.name == "Demo"

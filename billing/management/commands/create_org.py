@@ -1,6 +1,7 @@
 """`manage.py create_org NAME`: make an organization and print a new API key for it (shown once);
 with `--owner EMAIL`, also its owner's dashboard sign-in (./scripts/run's demo: its calls show on a
-dashboard someone can sign in to)."""
+dashboard someone can sign in to); with `--key-file PATH`, the key is kept there and printed again by
+the next run while it is valid, so restarts make no second key (nor sign the owner out)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from django.core.management.base import BaseCommand, CommandError
 from django.utils.text import slugify
 
 from accounts.actions import create_organization, create_user
-from accounts.models import Membership, Organization
+from accounts.models import KEY_SCHEME, ApiKey, Membership, Organization, hash_key
 from billing.limits import subscription_for
 from billing.models import Plan
 
@@ -41,6 +42,20 @@ class Command(BaseCommand):
             metavar="PATH",
             help="the owner's password: read from PATH, or made and written there (the same every run)",
         )
+        parser.add_argument(
+            "--key-file",
+            metavar="PATH",
+            help="the key: printed again from PATH while it is usable, else a new one made and written there",
+        )
+
+    def kept_key(self, org: Organization, path: Path | None) -> str | None:
+        """The key written at `path` by an earlier run, if it is still one of `org`'s usable keys."""
+        raw = path.read_text().strip() if path is not None and path.exists() else ""
+        scheme, _, rest = raw.partition("_")
+        key = ApiKey.objects.filter(organization=org, prefix=rest.partition("_")[0]).first()
+        if scheme != KEY_SCHEME or key is None or not key.is_usable() or key.hashed_key != hash_key(raw):
+            return None
+        return raw
 
     def owner_sign_in(self, org: Organization, email: str, password_file: str | None) -> str:
         """Makes `email` an owner of `org` (the account too, if new) and says how to sign in."""
@@ -51,8 +66,9 @@ class Command(BaseCommand):
         if user is None:
             user = create_user(email, password)
         elif path is not None:
-            user.set_password(password)  # the file's password is the one that signs in
-            user.save(update_fields=["password"])
+            if not user.check_password(password):  # the file's; set only if it differs (a new hash signs sessions out)
+                user.set_password(password)
+                user.save(update_fields=["password"])
         else:
             password = "(unchanged)"
         if path is not None and not path.exists():
@@ -83,10 +99,19 @@ class Command(BaseCommand):
                     raise CommandError(f"Unknown limit {field!r}")
                 setattr(sub, field, int(value))
             sub.save()
-        _, raw = org.create_api_key(key_name, kind=kind)
+        key_file = Path(options["key_file"]) if options.get("key_file") else None
+        raw = self.kept_key(org, key_file)
+        reused = raw is not None
+        if raw is None:
+            _, raw = org.create_api_key(key_name, kind=kind)
+            if key_file is not None:
+                key_file.parent.mkdir(parents=True, exist_ok=True)
+                key_file.touch(mode=0o600)
+                key_file.write_text(raw + "\n")
         if quiet:
             self.stdout.write(raw)
             return
-        self.stdout.write(f"Organization: {org.name} (id {org.pk})\nAPI key ({kind}, shown once): {raw}")
+        shown = "shown once" if key_file is None else f"{'the one' if reused else 'new,'} kept in {key_file}"
+        self.stdout.write(f"Organization: {org.name} (id {org.pk})\nAPI key ({kind}, {shown}): {raw}")
         if options.get("owner"):
             self.stdout.write(self.owner_sign_in(org, options["owner"], options.get("owner_password_file")))
