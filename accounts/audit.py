@@ -36,6 +36,8 @@ ACTIONS = {
     "webhook_endpoint.updated": "webhook endpoint changed",
     "settings.data_retention": "data retention changed",
     "settings.require_mfa": "two-factor requirement changed",
+    "settings.speech_defaults": "default model and voice changed",
+    "settings.browser_origins": "browser origins changed",
     "sso.updated": "single sign-on settings changed",
     "sso.deleted": "single sign-on removed",
     "sso.domain_verified": "single sign-on domain proven",

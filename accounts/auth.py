@@ -134,8 +134,13 @@ def require(principal: Principal, scope: str | None, what: str) -> None:
     if scope is not None and not key_scopes.allows(principal.scopes, scope):
         who, hint = "This API key", "An admin key has every scope."
         if principal.token is not None:
-            who, hint = "This client token", "A client token only speaks."
-        elif principal.api_key is None:
+            raise ApiError(
+                403,
+                f"This client token may only speak (POST /v1/audio/speech, the WebSocket with ?token=): "
+                f"{what} needs an API key with the scope '{scope}'.",
+                "insufficient_permissions",
+            )
+        if principal.api_key is None:
             who, hint = "Your role", "Owners and admins have every scope."
         raise ApiError(403, f"{who} lacks the scope '{scope}', needed for {what}. {hint}", "insufficient_permissions")
 

@@ -143,10 +143,11 @@ def check_terms(token: ClientToken, voice: str, characters: int) -> None:
     try:
         spend(token, characters)
     except BudgetExceeded as exc:
-        state = "is spent" if exc.left == 0 else f"has {exc.left} characters left"
+        left = "none left" if exc.left == 0 else f"{exc.left} left"
         raise ApiError(
             403,
-            f"This client token's character budget {state}; this request needs {characters}.",
+            f"This request needs {characters} characters; this client token has {left} of its budget of "
+            f"{token.max_characters}.",
             "token_budget_exceeded",
             "input",
         ) from None

@@ -67,6 +67,8 @@ class Organization(models.Model):
     data_retention = models.CharField(max_length=16, choices=Retention.choices, default=Retention.STANDARD)
     # API calls (REST and WebSocket) are refused from other addresses; empty: any address.
     allowed_ips = models.JSONField(default=list, blank=True, help_text="CIDR networks; empty: any address")
+    # Sites whose pages may call the speech API with this organization's client tokens (CORS).
+    browser_origins = models.JSONField(default=list, blank=True, help_text="https://host[:port] each; empty: none")
     require_mfa = models.BooleanField(default=False)  # members add a second factor before using the dashboard
     # What a request that names no model (or OpenAI's names) speaks with, and its voice when it names
     # none; empty: the deployment's (TTS_DEFAULT_MODEL, "alloy"). Checked when set (synthesis.api.defaults).

@@ -81,6 +81,7 @@ ROUTES: dict[str, str | None] = {
     "sso-verify": "organization:write",
     "require-mfa": "organization",
     "speech-defaults": "organization",
+    "browser-origins": "organization",
     "usage": "usage",
     "subscription": "billing",
     "audit-logs": "audit",

@@ -40,9 +40,12 @@ def test_a_token_speaks_in_its_voice_within_its_budget_and_does_nothing_else(liv
         more_tokens = client.post("/tokens", json={})
     assert other_voice.status_code == 403 and other_voice.json()["error"]["code"] == "voice_not_allowed"
     assert over.status_code == 403 and over.json()["error"]["code"] == "token_budget_exceeded"
-    assert "8 characters left" in over.json()["error"]["message"]
+    assert over.json()["error"]["message"] == (
+        "This request needs 12 characters; this client token has 8 left of its budget of 20."
+    )
     assert usage.status_code == 403 and "'usage:read'" in usage.json()["error"]["message"]
     assert keys.status_code == 403 and "'keys:write'" in keys.json()["error"]["message"]
+    assert keys.json()["error"]["message"].startswith("This client token may only speak")  # not "This API key"
     assert ticket.status_code == 403 and ticket.json()["error"]["code"] == "invalid_token"
     assert more_tokens.status_code == 403 and "'tokens:write'" in more_tokens.json()["error"]["message"]
     minting_key = owner.org.api_keys.get(name="Acme key")
@@ -100,3 +103,50 @@ def test_a_token_connects_to_the_websocket_in_the_url(live_stack, owner):
                 pass
 
     asyncio.run(scenario())
+
+
+def preflight(live_stack, origin: str):
+    headers = {
+        "Origin": origin,
+        "Access-Control-Request-Method": "POST",
+        "Access-Control-Request-Headers": "authorization,content-type",
+    }
+    with live_stack.client() as client:
+        return client.options("/audio/speech", headers=headers)
+
+
+def test_browser_origins_an_organization_lists_may_speak_with_its_tokens_and_no_other(live_stack, owner, outsider):
+    app, elsewhere = "https://app.example.com", "https://evil.example.net"
+    with live_stack.client(owner.key) as client:
+        bad = client.put("/organization/browser_origins", json={"browser_origins": ["https://app.example.com/page"]})
+        saved = client.put("/organization/browser_origins", json={"browser_origins": ["HTTPS://App.Example.com/"]})
+        read = client.get("/organization/browser_origins")
+    assert bad.status_code == 400 and bad.json()["error"]["param"] == "browser_origins", bad.text
+    assert "no path" in bad.json()["error"]["message"]
+    assert saved.json() == read.json() == {"browser_origins": [app]}
+
+    allowed, refused = preflight(live_stack, app), preflight(live_stack, elsewhere)
+    assert allowed.status_code == 204 and allowed.headers["access-control-allow-origin"] == app
+    assert allowed.headers["access-control-allow-headers"] == "Authorization, Content-Type, Idempotency-Key"
+    assert "POST" in allowed.headers["access-control-allow-methods"]
+    assert "access-control-allow-origin" not in refused.headers  # an origin no organization lists
+
+    token = mint(live_stack, owner.key)["token"]
+    with live_stack.client(token) as client:
+        spoken = client.post("/audio/speech", json=SPEAK, headers={"Origin": app})
+    with live_stack.client(mint(live_stack, owner.key)["token"]) as client:
+        from_elsewhere = client.post("/audio/speech", json=SPEAK, headers={"Origin": elsewhere})
+    with live_stack.client(owner.key) as client:
+        by_key = client.post("/audio/speech", json=SPEAK, headers={"Origin": app})
+    with live_stack.client(mint(live_stack, outsider.key)["token"]) as client:
+        outsiders = client.post("/audio/speech", json=SPEAK, headers={"Origin": app})
+    assert spoken.status_code == 200 and spoken.headers["access-control-allow-origin"] == app
+    assert "x-job-id" in spoken.headers["access-control-expose-headers"]
+    for response in (from_elsewhere, by_key, outsiders):  # spoken, but not answered to a browser
+        assert response.status_code == 200 and "access-control-allow-origin" not in response.headers
+
+    with live_stack.client(mint(live_stack, owner.key, max_characters=5)["token"]) as client:
+        over = client.post("/audio/speech", json=SPEAK, headers={"Origin": app})
+    assert over.status_code == 403 and over.headers["access-control-allow-origin"] == app  # the page reads why
+    events = owner.org.audit_events.filter(action="settings.browser_origins")
+    assert [e.after for e in events] == [{"browser_origins": [app]}]

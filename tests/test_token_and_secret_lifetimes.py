@@ -70,7 +70,7 @@ def test_following_a_job_needs_jobs_read_so_a_token_cannot(live_stack, owner):
     with live_stack.client(token) as client:
         rest = client.get(f"/jobs/{job['id']}/stream")
     assert rest.status_code == 403 and "'jobs:read'" in rest.json()["error"]["message"]
-    assert rest.json()["error"]["message"].startswith("This client token lacks")  # not "This API key"
+    assert rest.json()["error"]["message"].startswith("This client token may only speak")  # not "This API key"
     speaker = make(live_stack, owner.key, scopes=["speech:write"])
     by_token = follow_as(live_stack, f"?token={token}", job_id=job["id"])
     by_speaker = follow_as(live_stack, headers={"Authorization": f"Bearer {speaker['key']}"}, job_id=job["id"])

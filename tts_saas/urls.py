@@ -13,6 +13,7 @@ from drf_spectacular.views import SpectacularJSONAPIView, SpectacularRedocView
 from rest_framework.permissions import AllowAny
 
 from accounts.identity_views import RequireMfaViewSet, SsoConnectionViewSet
+from accounts.origin_views import BrowserOriginsViewSet
 from accounts.views import (
     ApiKeyViewSet,
     AuditLogViewSet,
@@ -95,6 +96,11 @@ v1 = [
         "organization/speech_defaults",
         SpeechDefaultsViewSet.as_view({"get": "retrieve", "put": "update"}),
         name="speech-defaults",
+    ),
+    path(
+        "organization/browser_origins",
+        BrowserOriginsViewSet.as_view({"get": "retrieve", "put": "update"}),
+        name="browser-origins",
     ),
     path("tokens", ClientTokenViewSet.as_view({"post": "create"}), name="tokens"),
     path("audit_logs", AuditLogViewSet.as_view({"get": "list"}), name="audit-logs"),

@@ -17,6 +17,7 @@ from rest_framework.decorators import api_view
 from rest_framework.response import Response
 
 from accounts.auth import Principal, issue_ticket
+from accounts.origins import browser_cors
 from accounts.tenancy import scoped
 from accounts.tickets import TICKET_SECONDS
 from billing import offer
@@ -134,6 +135,7 @@ def audio_response(feed: JobAudioFeed, fmt: str, sse: bool, owner: bool) -> Stre
 
 @documented_by(SpeechDoc)
 @csrf_exempt
+@browser_cors
 @require_methods("POST")
 @api_errors
 async def speech(request: HttpRequest) -> HttpResponse:

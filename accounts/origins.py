@@ -1,0 +1,94 @@
+"""Browser origins (CORS): the sites whose pages may call the speech API with an organization's
+client tokens. Only `POST /v1/audio/speech` answers a browser, and only for a token: a preflight
+(which carries no credentials) is answered for an origin some organization lists, and the actual
+response carries `Access-Control-Allow-Origin` only when the token's own organization lists the
+origin. An API key's response never does: a key belongs on a server, not in a page."""
+
+from __future__ import annotations
+
+import functools
+from urllib.parse import urlsplit
+
+from django.http import HttpResponse
+
+from tts_saas.request_id import actor_var
+from tts_saas.threads import in_thread
+
+from . import audit
+from .auth import Principal
+from .models import Organization
+
+MAX_ORIGINS = 20
+PREFLIGHT_SECONDS = 600  # how long a browser may reuse a preflight's answer
+ALLOWED_HEADERS = "Authorization, Content-Type, Idempotency-Key"
+EXPOSED_HEADERS = "x-job-id, x-request-id, x-ratelimit-remaining-requests, x-ratelimit-reset-requests"
+
+
+def parse_origin(value: str) -> str:
+    """`scheme://host[:port]` as a browser sends it in `Origin` (lower case, no path); ValueError
+    saying what is wrong."""
+    text = value.strip().rstrip("/").lower()
+    parts = urlsplit(text)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError(f"'{value}' is not an origin: write https://host or https://host:port.")
+    if parts.path or parts.query or parts.fragment or parts.username or parts.password:
+        raise ValueError(f"'{value}' has more than an origin: write only https://host[:port], no path.")
+    try:
+        parts.port  # noqa: B018 (raises on a port that is not a number)
+    except ValueError:
+        raise ValueError(f"'{value}' has a port that is not a number.") from None
+    return text
+
+
+def parse_origins(values: list[str]) -> list[str]:
+    origins = list(dict.fromkeys(parse_origin(v) for v in values if v.strip()))
+    if len(origins) > MAX_ORIGINS:
+        raise ValueError(f"At most {MAX_ORIGINS} origins.")
+    return origins
+
+
+def set_browser_origins(org: Organization, origins: list[str], by) -> None:
+    """Store the organization's browser origins (parsed by `parse_origins`), audited."""
+    before, org.browser_origins = org.browser_origins, origins
+    org.save(update_fields=["browser_origins"])
+    audit.record_changes(org, "settings.browser_origins", {"browser_origins": before}, {"browser_origins": origins}, by)
+
+
+def listed(org: Organization, origin: str) -> bool:
+    return isinstance(org.browser_origins, list) and origin.lower() in org.browser_origins
+
+
+def listed_anywhere(origin: str) -> bool:
+    """Does any organization list `origin`? A preflight knows no organization: no token comes with it."""
+    lists = Organization.objects.exclude(browser_origins=[]).values_list("browser_origins", flat=True)
+    return any(isinstance(found, list) and origin.lower() in found for found in lists.iterator())
+
+
+def _preflight(origin: str) -> HttpResponse:
+    response = HttpResponse(status=204)
+    response["Access-Control-Allow-Origin"] = origin
+    response["Access-Control-Allow-Methods"] = "POST"
+    response["Access-Control-Allow-Headers"] = ALLOWED_HEADERS
+    response["Access-Control-Max-Age"] = str(PREFLIGHT_SECONDS)
+    response["Vary"] = "Origin"
+    return response
+
+
+def browser_cors(view):
+    """An async speech view that answers browsers calling with a client token (see the module)."""
+
+    @functools.wraps(view)
+    async def wrapped(request, *args, **kwargs):
+        origin = request.headers.get("Origin")
+        if origin and request.method == "OPTIONS" and "Access-Control-Request-Method" in request.headers:
+            if await in_thread(listed_anywhere)(origin):
+                return _preflight(origin)
+        response = await view(request, *args, **kwargs)
+        principal = actor_var.get()  # who authenticated in the view, if anyone did
+        if origin and isinstance(principal, Principal) and principal.token and listed(principal.organization, origin):
+            response["Access-Control-Allow-Origin"] = origin
+            response["Access-Control-Expose-Headers"] = EXPOSED_HEADERS
+            response["Vary"] = "Origin"
+        return response
+
+    return wrapped
