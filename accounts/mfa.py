@@ -1,9 +1,13 @@
 """Second factors (django-allauth's MFA: TOTP, WebAuthn/passkeys, recovery codes): an organization
 may require one of its members; adding and removing one is in the audit log of each of the
-member's organizations, and so is a failed second-factor check."""
+member's organizations, and so is a failed second-factor check. The sign-in's second step knows
+which factors the person has, so that it offers those and no other."""
 
 from __future__ import annotations
 
+from functools import cached_property
+
+from allauth.mfa.base.forms import AuthenticateForm
 from allauth.mfa.models import Authenticator
 from allauth.mfa.signals import authentication_failed, authenticator_added, authenticator_removed
 from allauth.mfa.utils import is_mfa_enabled
@@ -24,6 +28,14 @@ def second_factor_missing(membership: Membership, session) -> bool:
     if membership.organization_id in session.get(SESSION_SSO_ORGS, []):
         return False
     return not is_mfa_enabled(membership.user, types=FACTORS)
+
+
+class SecondFactorForm(AuthenticateForm):
+    """allauth's code form at sign-in (MFA_FORMS), with the kinds of factor the user has."""
+
+    @cached_property
+    def factor_types(self) -> set[str]:
+        return set(Authenticator.objects.filter(user=self.user).values_list("type", flat=True))
 
 
 def set_require_mfa(org: Organization, required: bool, by) -> None:

@@ -128,3 +128,28 @@ def test_an_organization_requiring_a_second_factor_sends_members_to_add_one(clie
         ({"require_mfa": False}, {"require_mfa": True}, "Acme key"),
         ({"require_mfa": True}, {"require_mfa": False}, "olive@example.com"),
     ]
+
+
+def test_the_sign_in_offers_an_app_user_the_code_box_and_recovery_codes_on_their_own_path(settings):
+    settings.MFA_TOTP_TOLERANCE = 1
+    acme = make_persona("Acme", requests_per_minute=PERSONA_RATE)
+    person(acme.org, "cy@example.com")
+    client = Client()
+    sign_in(client, "cy@example.com")
+    enrol_totp(client)
+    recovery = client.get("/accounts/2fa/recovery-codes/").context["unused_codes"]
+
+    later = Client()
+    sign_in(later, "cy@example.com")
+    step = later.get("/accounts/2fa/authenticate/").content.decode()
+    assert "Code from your authenticator app" in step
+    assert "Passkey or security key" not in step and "mfa_webauthn_authenticate" not in step  # none added
+    assert 'href="/accounts/2fa/authenticate/?with=recovery"' in step and "Use a recovery code" in step
+    by_code = later.get("/accounts/2fa/authenticate/?with=recovery").content.decode()
+    assert "Recovery code" in by_code and "Each code works once." in by_code
+    assert "Code from your authenticator app" not in by_code
+    wrong = later.post("/accounts/2fa/authenticate/?with=recovery", {"code": "00000000"})
+    assert wrong.status_code == 200 and "Recovery code" in wrong.content.decode()  # still on the recovery path
+    assert "Incorrect code" in wrong.content.decode()
+    assert later.post("/accounts/2fa/authenticate/?with=recovery", {"code": recovery[0]}).status_code == 302
+    assert later.get("/dashboard/").status_code == 200

@@ -49,6 +49,7 @@ SOCIALACCOUNT_OPENID_CONNECT_URL_PREFIX = "sso"
 MFA_SUPPORTED_TYPES = ["totp", "webauthn", "recovery_codes"]
 MFA_TOTP_ISSUER = envstr("TTS_PRODUCT_NAME", "tts_saas")
 MFA_PASSKEY_LOGIN_ENABLED = False  # passkeys are a second factor here, after the password
+MFA_FORMS = {"authenticate": "accounts.mfa.SecondFactorForm"}  # the sign-in offers the factors one has
 
 # Domain proof: the TXT record is looked up with these resolvers (empty: the system's).
 TTS_DNS_NAMESERVERS = [s for s in envstr("TTS_DNS_NAMESERVERS").split(",") if s]
