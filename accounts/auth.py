@@ -72,7 +72,7 @@ def check_address(org: Organization, key: ApiKey | None, address: str | None) ->
                 + (
                     f"PATCH /v1/keys/{key.prefix} with allowed_ips"
                     if key and whose.startswith("this")
-                    else "dashboard: API keys"
+                    else "dashboard: Settings"
                 )
                 + ").",
                 "invalid_ip_allowlist",
@@ -118,7 +118,7 @@ def principal_for_key(key: ApiKey, address: str | None = None, secret: str = "")
             f"again (PATCH /v1/keys/{key.prefix} with scopes).",
             "invalid_key_scopes",
         )
-    key.touch()
+    key.touch(address=address)
     granted = effective_scopes(key)
     return Principal(
         organization=key.organization,

@@ -26,9 +26,10 @@ class NotAllowed(Exception):
 
 
 def set_ip_allowlist(org: Organization, networks: list[str], caller: str | None, by=None) -> None:
-    """Replace `org`'s IP allowlist; a list that would refuse the caller's own address is refused
-    (400), so an admin cannot lock the organization out by mistake."""
-    if networks and not permits(networks, caller):
+    """Replace `org`'s IP allowlist. An API caller (`caller`: its address) is refused a list that
+    would refuse its own address (400), so it cannot lock itself out by mistake; the dashboard,
+    which the list does not restrict, passes None."""
+    if networks and caller is not None and not permits(networks, caller):
         raise ApiError(
             400,
             f"This list would refuse your own address ({caller}): add it, or make the change from an allowed address.",

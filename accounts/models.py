@@ -195,6 +195,7 @@ class ApiKey(models.Model):
     monthly_character_cap = models.PositiveBigIntegerField(null=True, blank=True)
     requests_per_minute = models.PositiveIntegerField(null=True, blank=True)
     last_used_at = models.DateTimeField(null=True, blank=True)
+    last_used_ip = models.GenericIPAddressField(null=True, blank=True)  # the address of that use
 
     class Meta:
         ordering = ["-created_at"]
@@ -236,12 +237,12 @@ class ApiKey(models.Model):
         now = now or timezone.now()
         return self.revoked_at is None and (self.expires_at is None or self.expires_at > now)
 
-    def touch(self, now=None) -> None:
-        """Record use coarsely: at most one write a minute per key."""
+    def touch(self, now=None, address: str | None = None) -> None:
+        """Record use coarsely, with the caller's address: at most one write a minute per key."""
         now = now or timezone.now()
         if self.last_used_at is None or now - self.last_used_at >= LAST_USED_RESOLUTION:
-            ApiKey.objects.filter(pk=self.pk).update(last_used_at=now)
-            self.last_used_at = now
+            ApiKey.objects.filter(pk=self.pk).update(last_used_at=now, last_used_ip=address)
+            self.last_used_at, self.last_used_ip = now, address
 
     def revoke(self) -> None:
         if self.revoked_at is None:

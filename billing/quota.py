@@ -57,7 +57,8 @@ class QuotaExceeded(Exception):
             return ApiError(
                 429,
                 f"This API key's monthly character cap is reached: {self.used} of {self.limit} used, this request "
-                f"needs {self.requested}. An admin can raise it (PATCH /v1/keys/{self.key}); it resets at "
+                f"needs {self.requested}. An owner or admin can raise it on the dashboard (API keys, then the key's "
+                f"page: /dashboard/keys/{self.key}) or with PATCH /v1/keys/{self.key}; it resets at "
                 f"{self.resets_at:%Y-%m-%dT%H:%M:%SZ}.",
                 "insufficient_quota",
                 headers=retry,

@@ -9,6 +9,7 @@ from .views import (
     docs,
     history,
     jobs,
+    key_page,
     keys,
     lexicons,
     organization,
@@ -32,6 +33,7 @@ urlpatterns = [
     path("switch", account.switch, name="switch"),
     path("invite/<str:token>", account.accept_invitation, name="accept-invitation"),
     path("keys", keys.keys, name="keys"),
+    re_path(r"^keys/(?P<prefix>[A-Za-z0-9]{12})$", key_page.key_page, name="key"),
     re_path(r"^keys/(?P<prefix>[A-Za-z0-9]{12})/revoke$", keys.revoke_key, name="revoke-key"),  # else 404
     re_path(r"^keys/(?P<prefix>[A-Za-z0-9]{12})/change$", keys.change_key, name="change-key"),
     path("members", team.members, name="members"),

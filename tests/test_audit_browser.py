@@ -1,5 +1,6 @@
-"""The audit log in a real browser: an owner makes a key and changes the IP allowlist on the Keys
-page, then finds both on the Audit log page (linked from the header), filters it and downloads it."""
+"""The audit log in a real browser: an owner makes a key on the Keys page and changes the IP
+allowlist in Settings, then finds both on the Audit log page (linked from the header), filters it
+and downloads it."""
 
 from __future__ import annotations
 
@@ -21,7 +22,8 @@ def test_an_owner_finds_what_was_done_on_the_audit_page(live_stack):
         page.fill("#id_allowed_ips", "203.0.113.0/24")
         page.click("text=Create key")
         page.locator("#new-key").wait_for()
-        page.fill("#id_org-allowed_ips", "127.0.0.0/8")  # the organization's list
+        page.click("header >> text=Settings")  # the organization's list
+        page.fill("#id_allowed_ips", "127.0.0.0/8")
         page.locator("#ip-allowlist-card button[type=submit]").click()
         expect(page.locator("body")).to_contain_text("IP allowlist saved")
         page.click("header >> text=Audit log")

@@ -87,7 +87,7 @@ def test_play_says_why_it_waits_and_the_controls_keep_focus_and_counts(live_stac
         page.goto(f"{base}/dashboard/keys")
         page.fill("#id_name", "doomed")
         page.click("text=Create key")
-        page.click("details.key-actions summary")
+        page.click("table >> text=doomed")  # the key's page
         revoke = page.locator("button:has-text('Revoke')")
         revoke.hover()
         assert revoke.evaluate("b => getComputedStyle(b).color") != hovered  # only destructive ones turn red

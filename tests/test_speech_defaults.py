@@ -5,6 +5,7 @@ the WebSocket protocol), with its voice when it names none; other models keep th
 
 from __future__ import annotations
 
+import html
 import json
 import re
 
@@ -92,9 +93,14 @@ def test_the_settings_page_sets_the_defaults_and_says_what_is_wrong(owner):
     form = page.get("/dashboard/organization").content.decode()
     assert 'name="model"' in form and "af_bella" in form and "The service&#x27;s default" in form
     wrong = page.post("/dashboard/organization", {"action": "defaults", "model": "chattts", "voice": "af_bella"})
+    said = html.unescape(wrong.content.decode())  # in words, not the API's error naming a URL
+    assert wrong.status_code == 200 and "af_bella is a Kokoro-82M voice; ChatTTS cannot speak with it." in said
     assert (
-        wrong.status_code == 200 and "Unknown voice" in wrong.content.decode() or "No voice" in wrong.content.decode()
+        "Choose one of ChatTTS's voices, or none for its default." in said
+        and "/v1/" not in said.split("id_voice_error")[1][:300]
     )
+    unnamed = page.post("/dashboard/organization", {"action": "defaults", "model": "", "voice": "af_bella"})
+    assert "af_bella is a Kokoro-82M voice; ChatTTS cannot speak with it." in html.unescape(unnamed.content.decode())
     saved = page.post(
         "/dashboard/organization", {"action": "defaults", "model": "kokoro", "voice": "af_bella"}, follow=True
     )

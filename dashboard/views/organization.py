@@ -1,62 +1,26 @@
 """The organization's own settings: its name, its default model and voice, how long job audio is
-kept, leaving it, and closing it (its owner, confirmed by typing its name, saying what happens to
-data and billing)."""
+kept and its data retention, the IP allowlist of its API calls, leaving it, and closing it (its
+owner, confirmed by typing its name, saying what happens to data and billing)."""
 
 from __future__ import annotations
 
-from django import forms
 from django.conf import settings
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied
 from django.shortcuts import redirect
 
 from accounts import account
-from accounts.keys import set_speech_defaults
-from billing import offer
-from billing.limits import limits_for
+from accounts.keys import set_data_retention, set_ip_allowlist, set_speech_defaults
+from accounts.models import Organization
 from synthesis.api.defaults import check
 from synthesis.service.closing import ClosingRefused, close_organization
 from tts_saas.errors import ApiError
-from voices.catalog import builtin_listing, own_voices
-from voices.models import Voice
 
 from ..access import SESSION_ORG, member_required, page, require_admin
+from ..orgforms import DefaultsForm, IpAllowlistForm, RenameForm
 
 RENAME, LEAVE, CLOSE, DEFAULTS = "rename", "leave", "close", "defaults"
-
-
-class RenameForm(forms.Form):
-    name = forms.CharField(max_length=200, label="Name")
-
-
-class DefaultsForm(forms.Form):
-    """The organization's default model and voice (`synthesis.api.defaults`): the models the plan
-    allows, the voices of each (built in, and the organization's own that are ready)."""
-
-    model = forms.ChoiceField(required=False, label="Default model")
-    voice = forms.ChoiceField(required=False, label="Default voice")
-
-    def __init__(self, *args, org, **kwargs):
-        super().__init__(*args, **kwargs)
-        limits = limits_for(org)
-        specs = offer.allowed_specs(limits)
-        deployment = offer.default_spec()
-        self.fields["model"].choices = [("", f"The service's default ({deployment.title})")] + [
-            (spec.name, spec.title) for spec in specs
-        ]
-        ready = own_voices(org).filter(status=Voice.Status.READY).only("id", "name", "model")
-        self.fields["voice"].choices = [("", "alloy (OpenAI's default name)")] + [
-            (
-                spec.title,
-                [(v["id"], v["name"]) for v in builtin_listing(spec, limits.allowed_voices)]
-                + [(v.id, f"{v.name} (yours)") for v in ready if v.model == spec.name],
-            )
-            for spec in specs
-        ]
-        self.fields[
-            "model"
-        ].help_text = "What requests that name no model, or OpenAI's names (tts-1, gpt-4o-mini-tts), speak with."
-        self.fields["voice"].help_text = "The voice of requests to the default model that name none; one of its voices."
+RETENTION, IP_ALLOWLIST = "data-retention", "ip-allowlist"
 
 
 @member_required
@@ -70,7 +34,26 @@ def organization(request):
         org=org,
         initial={"model": org.default_model, "voice": org.default_voice},
     )
-    if posted == DEFAULTS:
+    allowlist = IpAllowlistForm(
+        request.POST if posted == IP_ALLOWLIST else None,
+        initial={"allowed_ips": ", ".join(map(str, org.allowed_ips)) if isinstance(org.allowed_ips, list) else ""},
+    )
+    if posted == IP_ALLOWLIST:
+        require_admin(request, "change the IP allowlist")
+        if allowlist.is_valid():  # the dashboard is not restricted by it: no check of this browser's address
+            set_ip_allowlist(org, allowlist.cleaned_data["allowed_ips"], None, request.user)
+            messages.info(request, "IP allowlist saved: API calls from other addresses are refused from now on.")
+            return redirect("dashboard:organization")
+    elif posted == RETENTION:
+        require_admin(request, "change data retention")
+        chosen = request.POST.get("data_retention", "")
+        if chosen not in Organization.Retention.values:
+            messages.error(request, "Choose standard, optional or zero retention.")
+        else:
+            set_data_retention(org, chosen, request.user)
+            messages.info(request, f"Data retention: {Organization.Retention(chosen).label}, for requests from now on.")
+        return redirect("dashboard:organization")
+    elif posted == DEFAULTS:
         require_admin(request, "change the default model and voice")
         if defaults.is_valid():
             try:
@@ -116,5 +99,9 @@ def organization(request):
         "organization",
         rename=rename,
         defaults=defaults,
+        default_model=defaults.model_label(org.default_model),
+        model_titles=defaults.model_titles(),
+        allowlist=allowlist,
+        retentions=Organization.Retention.choices,
         job_retention_hours=settings.TTS_JOB_RETENTION_HOURS,
     )
