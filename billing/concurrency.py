@@ -35,6 +35,11 @@ async def acquire(org_id: int, member: str, limit: int, ttl: float) -> bool:
     return bool(taken)
 
 
+def take(org_id: int, member: str, limit: int, ttl: float) -> bool:
+    """`acquire` from synchronous code (a job that waited for a slot, started by a worker or beat)."""
+    return bool(get_redis().eval(_ACQUIRE, 1, slots_key(org_id), time.time(), ttl, limit, member))
+
+
 _EXTEND = """
 local now, ttl, member = tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3]
 local expiry = redis.call('ZSCORE', KEYS[1], member)

@@ -246,3 +246,29 @@ def test_a_follower_leaving_early_does_not_cancel_the_job(live_stack, owner):
             next(r.iter_raw())  # some audio, then the follower hangs up
         final = wait_for(client, job["id"], {"succeeded", "failed", "cancelled"})
     assert final["status"] == "succeeded"
+
+
+def test_a_job_beyond_the_plans_concurrency_waits_its_turn_and_runs_when_the_first_ends(live_stack):
+    org = make_persona(
+        "One At A Time", concurrent_jobs=1, max_input_chars=4096, monthly_characters=100_000, requests_per_minute=6000
+    )
+    speak = {"model": "kokoro", "voice": "af_heart", "response_format": "pcm"}
+    with live_stack.client(org.key) as client:
+        first = client.post("/jobs", json={**speak, "input": LONG[:300]})  # holds the one slot while it runs
+        second = client.post("/jobs", json={**speak, "input": "Second in line."})
+        live = client.post("/audio/speech", json={**speak, "input": "Now, please."})
+        assert first.status_code == second.status_code == 202, (first.text, second.text)
+        assert client.get(f"/jobs/{second.json()['id']}").json()["status"] == "queued"  # waiting, not refused
+        ends = [
+            wait_for(client, made.json()["id"], {"succeeded", "failed", "cancelled"}, 300) for made in (first, second)
+        ]
+        audio = client.get(f"/jobs/{second.json()['id']}/audio")
+    assert live.status_code == 429 and live.json()["error"]["code"] == "too_many_concurrent_requests"
+    assert [end["status"] for end in ends] == ["succeeded", "succeeded"]
+    assert audio.status_code == 200 and len(audio.content) > 0
+    first_job, second_job = Job.objects.get(pk=first.json()["id"]), Job.objects.get(pk=second.json()["id"])
+    assert second_job.started_at >= first_job.finished_at  # its turn came when the first one's slot freed
+    events = UsageEvent.objects.filter(organization=org.org).order_by("pk")
+    assert sorted(e.characters for e in events) == sorted([first_job.characters, second_job.characters])  # each once
+    quota = QuotaPeriod.objects.get(organization=org.org)
+    assert (quota.used, quota.reserved) == (first_job.characters + second_job.characters, 0)

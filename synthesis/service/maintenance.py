@@ -10,7 +10,7 @@ from django.utils import timezone
 
 from synthesis.audio import streams
 from synthesis.models import Job
-from synthesis.service import routing, workers
+from synthesis.service import routing, waiting, workers
 from synthesis.service.jobs import (
     LOST_MESSAGE,
     expire_job,
@@ -49,8 +49,10 @@ def rescue_lost_jobs() -> dict[str, int]:
     fails and is refunded (it may be what takes them down). An interactive job whose client
     already had audio and that no retry can find again (no Idempotency-Key) fails at once:
     nobody could hear its new run. Jobs waiting on the queue of a worker that is gone (routed to
-    it as its voice's owner) go to the shared queue. Run by beat every few seconds."""
+    it as its voice's owner) go to the shared queue, and jobs waiting for their organization's
+    slot take the free ones. Run by beat every few seconds."""
     counts = {"requeued": 0, "failed": 0, "rerouted": routing.rescue_routed(resend_queued_job)}
+    counts["started"] = waiting.start_all_waiting()  # jobs waiting for a slot another end freed
     lapsed = workers.lapsed_workers()
     if not lapsed:
         return counts

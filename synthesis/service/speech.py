@@ -21,7 +21,7 @@ from billing.models import UsageEvent
 from synthesis.audio import cache
 from synthesis.audio.captions import Caption
 from synthesis.models import Job
-from synthesis.service import capacity, inflight, workers
+from synthesis.service import capacity, inflight, waiting, workers
 from synthesis.service.feed import JobAudioFeed
 from synthesis.service.jobs import (
     Submission,
@@ -109,6 +109,8 @@ async def admit_job(
             return earlier
     lease = f"lease_{secrets.token_hex(12)}"  # the server's own id: a client-sent request id is no lease
     if not await concurrency.acquire(org.pk, lease, limits.concurrent_jobs, lease_seconds(how.interactive)):
+        if not how.interactive:  # an asynchronous job waits its turn for a slot
+            return await in_thread(wait_for_slot)(principal, speech, limits, request_id, how)
         raise ApiError(
             429,
             f"Too many concurrent requests: your plan runs {limits.concurrent_jobs} at a time.",
@@ -126,6 +128,15 @@ async def admit_job(
     finally:
         if job is None or job.lease != lease:  # the slot was never handed to a (new) job
             await concurrency.arelease(org.pk, lease)
+    return job
+
+
+def wait_for_slot(
+    principal: Principal, speech: PreparedSpeech, limits: Limits, request_id: str, how: Submission
+) -> Job:
+    """Record the job without a slot; started now should one have freed meanwhile."""
+    job = submit_job(principal, speech, limits, request_id, "", how)
+    waiting.start_waiting(principal.organization.pk)
     return job
 
 
