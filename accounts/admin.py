@@ -23,7 +23,7 @@ class OrganizationAdmin(admin.ModelAdmin):
     list_display = ("name", "slug", "suspended_at", "created_at")
     list_filter = ("suspended_at",)
     search_fields = ("name", "slug")
-    exclude = ("webhook_secret", "previous_webhook_secret")
+    exclude = ("webhook_secret", "previous_webhook_secret", "webhook_url")  # endpoints: the dashboard's Webhooks page
     readonly_fields = ("webhook_signing_secret", "webhook_secret_rotated_at")
     actions = ["suspend", "unsuspend", "rotate_webhook_secret"]
 

@@ -56,7 +56,8 @@ class Organization(models.Model):
     webhook_secret = models.CharField(max_length=64, default=_new_webhook_secret)
     previous_webhook_secret = models.CharField(max_length=64, blank=True)  # signs too, for the grace
     webhook_secret_rotated_at = models.DateTimeField(null=True, blank=True)
-    # Where the organization's events go (usage alerts), signed with the webhook secret; empty: none.
+    # Unused: the event endpoint of old, moved to synthesis.WebhookEndpoint (its migration 0014) and
+    # signed there with a copy of this secret. Kept for that migration; not read anywhere.
     webhook_url = models.URLField(max_length=2000, blank=True)
 
     class Retention(models.TextChoices):

@@ -1,11 +1,11 @@
 """The admin console's checks that need the whole product, added to the pages `accounts.admin` and
 `billing.admin` register (re-registered here, the layer that may import every app): an
 organization's default model and voice are checked by `synthesis.api.defaults.check`, as `PUT
-/v1/organization/speech_defaults` and the Settings page check them, and its event endpoint by
-`synthesis.service.callbacks.url_problem`, as `PUT /v1/webhooks/endpoint` does; a plan's formats
-must be codecs synthesis encodes. What accounts and billing can check themselves is in their models
-(`full_clean`, which the console runs first); a value that passed neither is refused when a request
-reads it (`synthesis.api.defaults`, `accounts.auth`), never a 500."""
+/v1/organization/speech_defaults` and the Settings page check them (webhook endpoints are the
+tenant's, on the dashboard's Webhooks page); a plan's formats must be codecs synthesis encodes.
+What accounts and billing can check themselves is in their models (`full_clean`, which the
+console runs first); a value that passed neither is refused when a request reads it
+(`synthesis.api.defaults`, `accounts.auth`), never a 500."""
 
 from __future__ import annotations
 
@@ -17,7 +17,6 @@ from billing.admin import OrganizationBillingAdmin, PlanAdmin
 from billing.models import Plan
 from synthesis.api.defaults import check
 from synthesis.audio.formats import FORMATS, G711_CONTENT_TYPES
-from synthesis.service.callbacks import url_problem
 from tts_saas.errors import ApiError
 
 CODECS = (*FORMATS, *G711_CONTENT_TYPES)  # what a plan's allowed_formats name (a format's codec)
@@ -34,9 +33,6 @@ class OrganizationForm(forms.ModelForm):
                 data["default_model"], data["default_voice"] = check(self.instance, model, voice)
             except ApiError as exc:
                 self.add_error("default_voice" if exc.param == "voice" else "default_model", _words(exc))
-        url = data.get("webhook_url")
-        if url and "webhook_url" in self.changed_data and (problem := url_problem(url, field="The URL")):
-            self.add_error("webhook_url", problem)
         return data
 
 

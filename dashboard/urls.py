@@ -22,6 +22,7 @@ from .views import (
     team,
     usage,
     voices,
+    webhook_endpoints,
     webhooks,
 )
 
@@ -62,7 +63,17 @@ urlpatterns = [
     path("history/<int:event_id>/audio", history.hit_audio, name="hit-audio"),
     path("webhooks", webhooks.webhooks, name="webhooks"),
     path("webhooks/test", webhooks.send_test, name="webhook-test"),
-    path("webhooks/jobs/<uuid:job_id>/redeliver", webhooks.redeliver, name="webhook-redeliver"),
+    path("webhooks/endpoints", webhook_endpoints.add, name="webhook-endpoint-add"),
+    path("webhooks/endpoints/<uuid:endpoint_id>", webhook_endpoints.endpoint, name="webhook-endpoint"),
+    path("webhooks/endpoints/<uuid:endpoint_id>/rotate", webhook_endpoints.rotate, name="webhook-endpoint-rotate"),
+    path("webhooks/endpoints/<uuid:endpoint_id>/test", webhook_endpoints.send_test, name="webhook-endpoint-test"),
+    path("webhooks/endpoints/<uuid:endpoint_id>/delete", webhook_endpoints.delete, name="webhook-endpoint-delete"),
+    path(
+        "webhooks/deliveries/<int:delivery_id>/redeliver",
+        webhook_endpoints.redeliver,
+        name="webhook-delivery-redeliver",
+    ),
+    path("webhooks/secret/rotate", webhook_endpoints.rotate_callback_secret, name="webhook-callback-secret-rotate"),
     path("security", security.security, name="security"),
     path("account", profile.account_page, name="account"),
     path("staff", staff.staff, name="staff"),

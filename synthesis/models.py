@@ -10,6 +10,10 @@ from django.utils import timezone
 
 from accounts.models import ApiKey, Organization
 
+from .webhook_models import WebhookDelivery, WebhookEndpoint
+
+__all__ = ["Job", "WebhookDelivery", "WebhookEndpoint"]
+
 
 class Job(models.Model):
     class Status(models.TextChoices):
@@ -49,6 +53,8 @@ class Job(models.Model):
     request_hash = models.CharField(max_length=64, blank=True)  # of the body an idempotency key came with
     callback_url = models.URLField(max_length=2000, blank=True)
     callback_attempts = models.JSONField(default=list, blank=True)
+    # The service's address as its submitter reached it (or TTS_PUBLIC_URL): the callback's audio_url is absolute.
+    base_url = models.CharField(max_length=500, blank=True)
     result = models.FileField(upload_to="jobs/", blank=True)
     cache_key = models.CharField(max_length=200, blank=True)  # set when the result was cached
     characters = models.PositiveIntegerField(default=0)  # billed characters, reserved at submission
@@ -81,36 +87,3 @@ class Job(models.Model):
     @property
     def is_final(self) -> bool:
         return self.status in self.FINAL
-
-
-class WebhookDelivery(models.Model):
-    """One attempt at telling a receiver: a job's callback, a usage alert to the organization's
-    endpoint, or a test event sent from the dashboard. The delivery log tenants read; kept as long
-    as its job (job callbacks) or TTS_WEBHOOK_LOG_DAYS (the others)."""
-
-    class Event(models.TextChoices):
-        JOB = "job", "Job callback"
-        USAGE_ALERT = "usage_alert", "Usage alert"
-        TEST = "test", "Test event"
-
-    organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="webhook_deliveries")
-    job = models.ForeignKey(Job, null=True, blank=True, on_delete=models.CASCADE, related_name="deliveries")
-    event = models.CharField(max_length=16, choices=Event.choices)
-    event_type = models.CharField(max_length=64)  # the payload's "type": job.succeeded, usage.threshold, test
-    message_id = models.CharField(max_length=80)  # webhook-id: the same on every attempt of one message
-    url = models.CharField(max_length=2000)  # as delivered to, without credentials
-    at = models.DateTimeField(default=timezone.now)
-    status = models.PositiveSmallIntegerField(null=True, blank=True)  # the receiver's HTTP status
-    error = models.CharField(max_length=64, blank=True)  # a generic reason when there is no status
-    duration_ms = models.PositiveIntegerField(default=0)
-
-    class Meta:
-        ordering = ["-at", "-id"]
-        indexes = [models.Index(fields=["organization", "-at"])]
-
-    def __str__(self) -> str:
-        return f"{self.event_type} to {self.url} ({self.status or self.error})"
-
-    @property
-    def delivered(self) -> bool:
-        return self.status is not None and 200 <= self.status < 300

@@ -13,17 +13,21 @@ with the request id of the API call that sent it (a message header), so its log 
 from __future__ import annotations
 
 import logging
+import random
 from contextvars import Token
+from datetime import timedelta
 
 import numpy as np
 from celery import shared_task
 from celery.signals import task_postrun, task_prerun, worker_init, worker_shutdown, worker_shutting_down
 from django.conf import settings
+from django.utils import timezone
 
 from billing import alerts as billing_alerts
 from billing.limits import limits_for
 from inference.text import TextError
-from synthesis.service import alerts, callbacks, deliveries, maintenance, waiting, workers
+from synthesis.models import WebhookDelivery
+from synthesis.service import alerts, callbacks, deliveries, events, maintenance, waiting, workers
 from synthesis.service.jobs import claim_job, fail_job
 from synthesis.worker import lifecycle
 from synthesis.worker.lifecycle import current
@@ -175,39 +179,42 @@ def reap_stale_jobs() -> dict[str, int]:
     return {**maintenance.reap_stale_jobs(), **rescued, "workers_forgotten": workers.forget_dead_workers()}
 
 
-class CallbackNotDelivered(Exception):
-    """The receiver (a job's callback URL, an organization's event endpoint) did not answer 2xx:
-    Celery retries."""
+# Retries: attempt n+1 waits a random time up to BACKOFF * 2**n seconds (full jitter, so receivers
+# coming back up are not hit by every job at once; at most RETRY_MAX_SECONDS), at most
+# TTS_CALLBACK_MAX_ATTEMPTS attempts in all; the delivery's log entry says when the next is due.
+RETRIED_DELIVERY = {"bind": True, "acks_late": True, "max_retries": max(0, settings.TTS_CALLBACK_MAX_ATTEMPTS - 1)}
+RETRY_MAX_SECONDS = 600
 
 
-# Celery's own retry policy: attempt n+1 waits a random time up to BACKOFF * 2**n seconds (full
-# jitter, so receivers coming back up are not hit by every job at once; Celery rounds the factor
-# to whole seconds, at least 1), at most TTS_CALLBACK_MAX_ATTEMPTS attempts in all.
-RETRIED_DELIVERY = {
-    "bind": True,
-    "acks_late": True,
-    "autoretry_for": (CallbackNotDelivered,),
-    "max_retries": max(0, settings.TTS_CALLBACK_MAX_ATTEMPTS - 1),
-    "retry_backoff": settings.TTS_CALLBACK_BACKOFF_SECONDS,
-    "retry_jitter": True,
-}
-
-
-def delivered_or_retried(task, delivered: bool, what: str, **extra) -> bool:
-    """True when delivered; else a retry (raised), or False once the attempts are spent: returned
-    rather than raised, a given-up delivery is the receiver's failure, not the task's."""
-    if delivered:
+def delivered_or_retried(task, sent: WebhookDelivery | None, what: str, **extra) -> bool:
+    """True when delivered (or nothing was to be sent); else a retry (raised), or False once the
+    attempts are spent: returned rather than raised, a given-up delivery is the receiver's failure,
+    not the task's."""
+    if sent is None or sent.delivered:
         return True
     attempts = task.request.retries + 1
     if attempts > task.max_retries:
         logger.warning("%s given up after %d attempts", what, attempts, extra=extra)
         return False
-    raise CallbackNotDelivered(what)
+    wait = random.uniform(0, min(RETRY_MAX_SECONDS, settings.TTS_CALLBACK_BACKOFF_SECONDS * 2**task.request.retries))
+    WebhookDelivery.objects.filter(pk=sent.pk).update(next_attempt_at=timezone.now() + timedelta(seconds=wait))
+    raise task.retry(countdown=wait)
 
 
 @shared_task(name="synthesis.tasks.deliver_callback", **RETRIED_DELIVERY)
 def deliver_callback(self, job_id: str) -> bool:
     return delivered_or_retried(self, callbacks.deliver(job_id), "callback", job_id=job_id)
+
+
+@shared_task(name="synthesis.tasks.deliver_event", **RETRIED_DELIVERY)
+def deliver_event(self, delivery_id: str) -> bool:
+    return delivered_or_retried(self, events.deliver(int(delivery_id)), "event", delivery_id=delivery_id)
+
+
+@shared_task(name="synthesis.tasks.publish_job_event")
+def publish_job_event(job_id: str) -> int:
+    """An ended asynchronous job's event to the endpoints that receive it."""
+    return events.publish_job(job_id)
 
 
 @shared_task(name="synthesis.tasks.check_usage_alerts")
@@ -220,9 +227,10 @@ def check_usage_alerts() -> int:
     return len(found)
 
 
-@shared_task(name="synthesis.tasks.deliver_usage_alert", **RETRIED_DELIVERY)
-def deliver_usage_alert(self, alert_id: int) -> bool:
-    return delivered_or_retried(self, alerts.deliver(alert_id), "usage alert", alert_id=alert_id)
+@shared_task(name="synthesis.tasks.deliver_usage_alert")
+def deliver_usage_alert(alert_id: int) -> int:
+    """The alert to the endpoints that receive it: a delivery each, tried by `deliver_event`."""
+    return events.publish_alert(alert_id)
 
 
 @shared_task(name="synthesis.tasks.email_usage_alert")

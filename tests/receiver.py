@@ -1,5 +1,5 @@
 """A local webhook receiver on loopback: records what it is sent, answers 500 to its first
-`failures` deliveries and 200 after."""
+`failures` deliveries and 200 after, with `answer` as the body."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from tests.waiting import wait_until
 class Receiver:
     """A local callback receiver that fails its first `failures` deliveries with 500."""
 
-    def __init__(self, failures: int):
+    def __init__(self, failures: int, answer: bytes = b""):
         self.deliveries: list[tuple[dict, bytes]] = []
         receiver = self
 
@@ -21,7 +21,9 @@ class Receiver:
                 body = self.rfile.read(int(self.headers["Content-Length"]))
                 receiver.deliveries.append((dict(self.headers), body))
                 self.send_response(500 if len(receiver.deliveries) <= failures else 200)
+                self.send_header("Content-Length", str(len(answer)))
                 self.end_headers()
+                self.wfile.write(answer)
 
             def log_message(self, *args):
                 pass

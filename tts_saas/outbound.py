@@ -71,10 +71,16 @@ class RefusedTarget(Exception):
         self.reason = reason
 
 
-def addresses(host: str, port: int, allow_private: bool, field: str = "The URL") -> tuple[str, ...]:
+CALLBACK_SWITCH = "TTS_CALLBACK_ALLOW_PRIVATE"
+
+
+def addresses(
+    host: str, port: int, allow_private: bool, field: str = "The URL", switch: str = CALLBACK_SWITCH
+) -> tuple[str, ...]:
     """The addresses `host` resolves to, in the resolver's order, once each; RefusedTarget when
     there are none, or (unless `allow_private`) when any is not public: a name that answers with
-    one public and one private address would otherwise pass on one and be used on the other."""
+    one public and one private address would otherwise pass on one and be used on the other. The
+    refusal names the operator's `switch` that allows private targets (a receiver on the LAN)."""
     try:
         infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
     except (OSError, UnicodeError):
@@ -83,7 +89,11 @@ def addresses(host: str, port: int, allow_private: bool, field: str = "The URL")
     if not found:
         raise RefusedTarget(f"{field} host {host} does not resolve.", UNRESOLVED)
     if not allow_private and not all(is_public(a) for a in found):
-        raise RefusedTarget(f"{field} must point at a public address (not private, loopback or shared).")
+        raise RefusedTarget(
+            f"{field} must point at a public address (not private, loopback or shared). "
+            f"For a receiver on your own network or this machine, the service's operator can allow "
+            f"private addresses with {switch}=1."
+        )
     return found
 
 
@@ -205,7 +215,7 @@ class GuardedHTTPConnection(HTTPConnection):
     def _new_conn(self) -> socket.socket:
         host = self._dns_host.strip("[]")
         try:
-            checked = addresses(host, self.port, self.allow_private)
+            checked = addresses(host, self.port, self.allow_private, switch="TTS_SSO_ALLOW_PRIVATE")
         except RefusedTarget as exc:
             if exc.reason != UNRESOLVED:
                 raise

@@ -12,6 +12,7 @@ from .env import envbool, envfloat, envint, envsecret, envstr
 from .identity_settings import *  # noqa: F403 (allauth: single sign-on, second factors)
 from .identity_settings import IDENTITY_APPS, IDENTITY_MIDDLEWARE
 from .voice_settings import *  # noqa: F403 (voice cloning: the operator's switch, its rate)
+from .webhook_settings import *  # noqa: F403 (callbacks and webhooks: retries, the log, private targets)
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(envstr("TTS_VAR_DIR", str(BASE_DIR / "var")))
@@ -324,10 +325,6 @@ TTS_JOB_QUEUE_TIMEOUT = envfloat("TTS_JOB_QUEUE_TIMEOUT", 3600)  # async jobs ma
 TTS_JOB_RETENTION_HOURS = envint("TTS_JOB_RETENTION_HOURS", 24 * 7)  # results and rows, then deleted
 TTS_ZERO_RETENTION_HOLD_SECONDS = envint("TTS_ZERO_RETENTION_HOLD_SECONDS", 3600)  # a zero-retention job's audio
 TTS_AUDIT_RETENTION_DAYS = envint("TTS_AUDIT_RETENTION_DAYS", 365)  # audit events, then deleted (daily)
-TTS_CALLBACK_MAX_ATTEMPTS = envint("TTS_CALLBACK_MAX_ATTEMPTS", 6)
-TTS_CALLBACK_BACKOFF_SECONDS = envfloat("TTS_CALLBACK_BACKOFF_SECONDS", 10)  # doubles each retry
-TTS_WEBHOOK_LOG_DAYS = envint("TTS_WEBHOOK_LOG_DAYS", 30)  # test events and usage alerts' deliveries
-TTS_CALLBACK_ALLOW_PRIVATE = envbool("TTS_CALLBACK_ALLOW_PRIVATE", False)  # loopback/private targets (tests)
 TTS_WS_MAX_PER_ORG = envint("TTS_WS_MAX_PER_ORG", 200)  # open WebSocket connections per organization
 TTS_WS_BUFFER_BYTES = envint("TTS_WS_BUFFER_BYTES", 4 * 1024 * 1024)  # per WebSocket, then close
 MEDIA_ROOT = Path(envstr("MEDIA_ROOT", str(VAR_DIR / "media")))

@@ -26,7 +26,7 @@ from billing.views import UsageViewSet, stripe_webhook, subscription
 from dashboard.views.account import password_reset, sign_in
 from dashboard.views.operations import operations
 from dashboard.views.sso import provider_callback, provider_login, sso_start, sso_unfinished
-from synthesis.api import discovery, jobs, speech, webhooks
+from synthesis.api import discovery, jobs, speech, webhook_endpoints, webhooks
 from synthesis.api.defaults import SpeechDefaultsViewSet
 from tts_saas.metrics import metrics_view
 from tts_saas.views import health
@@ -74,6 +74,43 @@ v1 = [
         name="webhook-endpoint",
     ),
     path("webhooks/secret", WebhookSecretViewSet.as_view({"get": "retrieve"}), name="webhook-secret"),
+    path(
+        "webhooks/endpoints",
+        webhook_endpoints.WebhookEndpointViewSet.as_view({"get": "list", "post": "create"}),
+        name="webhook-endpoints",
+    ),
+    path(
+        "webhooks/endpoints/<str:endpoint_id>",
+        webhook_endpoints.WebhookEndpointViewSet.as_view(
+            {"get": "retrieve", "patch": "partial_update", "delete": "destroy"}
+        ),
+        name="webhook-endpoint-item",
+    ),
+    path(
+        "webhooks/endpoints/<str:endpoint_id>/rotate_secret",
+        webhook_endpoints.WebhookEndpointViewSet.as_view({"post": "rotate"}),
+        name="webhook-endpoint-rotate",
+    ),
+    path(
+        "webhooks/endpoints/<str:endpoint_id>/test",
+        webhook_endpoints.WebhookEndpointViewSet.as_view({"post": "test"}),
+        name="webhook-endpoint-test",
+    ),
+    path(
+        "webhooks/endpoints/<str:endpoint_id>/deliveries",
+        webhook_endpoints.WebhookEndpointViewSet.as_view({"get": "deliveries"}),
+        name="webhook-endpoint-deliveries",
+    ),
+    path(
+        "webhooks/deliveries/<str:delivery_id>",
+        webhook_endpoints.WebhookDeliveryViewSet.as_view({"get": "retrieve"}),
+        name="webhook-delivery",
+    ),
+    path(
+        "webhooks/deliveries/<str:delivery_id>/redeliver",
+        webhook_endpoints.WebhookDeliveryViewSet.as_view({"post": "redeliver"}),
+        name="webhook-delivery-redeliver",
+    ),
     path("webhooks/secret/rotate", WebhookSecretViewSet.as_view({"post": "rotate"}), name="webhook-secret-rotate"),
     path(
         "organization/data_retention",

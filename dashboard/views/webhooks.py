@@ -1,38 +1,38 @@
-"""Webhooks: the delivery log (every attempt at a job's callback, a usage alert or a test event:
-when, where, the receiver's status or why there is none, how long it took), filtered by job or
-outcome and paged; a test event sent at once to a URL (for owners and admins, the organization's
-event endpoint unless another is typed); a finished job's callback sent again. Members see the log
-(the event endpoint's URL only owners and admins) and use both actions (they may submit jobs with
-any callback URL already); both are throttled per member and per organization. URLs are never
-shown or redirected to with their credentials."""
+"""Webhooks: the organization's endpoints (listed, added: webhook_endpoints.py has a page for each),
+the signing secret of job callbacks, and the delivery log (each job callback, event to an
+endpoint or test event: its last result, attempts, next retry, bodies), filtered by job, event or
+outcome and paged; a test event sent at once to a typed URL; a delivery sent again (one Redeliver
+per delivery). Members see the log (endpoints' URLs only owners and admins) and send test events
+and job callbacks again (they may submit jobs with any callback URL already); both are throttled
+per member and per organization. URLs are never shown or redirected to with their credentials."""
 
 from __future__ import annotations
-
-import uuid
 
 from django import forms
 from django.contrib import messages
 from django.core.paginator import Paginator
-from django.http import Http404
 from django.shortcuts import redirect
-from django.urls import reverse
 from django.views.decorators.http import require_POST
 from django_ratelimit.core import is_ratelimited
 
 from accounts.tenancy import scoped
-from synthesis.models import Job, WebhookDelivery
+from synthesis.models import WebhookDelivery, WebhookEndpoint
 from synthesis.service import deliveries
 from synthesis.service.callbacks import shown
 from tts_saas.errors import ApiError
 
 from ..access import member_required, page, require_active
 from ..throttles import too_many_attempts
+from ..webhook_form import EndpointForm
 
 PAGE_SIZE = 50
 # Test events and redeliveries: per user and per organization (each test holds a web thread up to ~10 s).
 RATES = {"user": "10/m", "organization": "30/m"}
 LAST_TEST_URL = "webhooks:last_test_url"  # the session's last test URL (shown without credentials)
-LISTED = ("id", "at", "event", "event_type", "message_id", "url", "status", "error", "duration_ms", "job_id")
+LISTED = (
+    *("id", "at", "event", "event_type", "message_id", "url", "status", "error", "duration_ms", "job_id"),
+    *("endpoint_id", "attempts", "next_attempt_at", "request_body", "response_body"),
+)
 
 
 def limited(request, action: str) -> bool:
@@ -82,22 +82,24 @@ def result_of(row: WebhookDelivery) -> str:
     return row.error or "no answer"
 
 
-ENDPOINT = "the organization's event endpoint"
+def target_of(row: WebhookDelivery, admin: bool) -> str:
+    """Where the row went, as this member may see it: an endpoint's URL is the admins'."""
+    return "an endpoint" if row.endpoint_id and not admin else row.url
 
 
-def target_of(row: WebhookDelivery, org, admin: bool) -> str:
-    """Where the row went, as this member may see it: the event endpoint's URL is the admins'."""
-    endpoint = row.event == WebhookDelivery.Event.USAGE_ALERT or (org.webhook_url and row.url == shown(org.webhook_url))
-    return ENDPOINT if endpoint and not admin else row.url
+def can_redeliver(row: WebhookDelivery, admin: bool) -> bool:
+    """Whether the row offers Redeliver: an endpoint's (to admins) or a job's callback."""
+    if row.endpoint_id:
+        return admin
+    return row.event == WebhookDelivery.Event.JOB and row.job_id is not None
 
 
 @member_required
 def webhooks(request):
-    org = request.principal.organization
+    org, admin = request.principal.organization, request.principal.is_admin
     filtered = any(request.GET.get(name) for name in DeliveryFilter.base_fields)
     form = DeliveryFilter(request.GET if filtered else None)
-    rows = scoped(WebhookDelivery, org).select_related("job").only(*LISTED, "job__callback_url", "job__status")
-    rows = form.apply(rows)
+    rows = form.apply(scoped(WebhookDelivery, org).only(*LISTED))
     listed = Paginator(rows, PAGE_SIZE).get_page(request.GET.get("page"))
     return page(
         request,
@@ -105,11 +107,14 @@ def webhooks(request):
         "webhooks",
         form=form,
         filtered=filtered,
-        deliveries=[(row, result_of(row), target_of(row, org, request.principal.is_admin)) for row in listed],
+        deliveries=[(row, result_of(row), target_of(row, admin), can_redeliver(row, admin)) for row in listed],
         listed=listed,
-        # The event endpoint is the admins' to see (as on the API keys page), without credentials.
-        test_url=request.session.get(LAST_TEST_URL) or (shown(org.webhook_url) if request.principal.is_admin else ""),
-        final=Job.FINAL,
+        endpoints=scoped(WebhookEndpoint, org),
+        endpoint_form=EndpointForm(initial={"enabled": True}) if admin else None,
+        can_manage=admin,
+        callback_secret=org.webhook_secret if admin else None,
+        previous_valid_until=org.previous_webhook_secret_valid_until(),
+        test_url=request.session.get(LAST_TEST_URL, ""),
     )
 
 
@@ -120,7 +125,7 @@ def send_test(request):
     if limited(request, "test"):
         return too_many_attempts(request)
     org = request.principal.organization
-    url = request.POST.get("url", "").strip() or (org.webhook_url if request.principal.is_admin else "")
+    url = request.POST.get("url", "").strip()
     request.session[LAST_TEST_URL] = shown(url)[:2000]  # never the credentials, never in the address bar
     try:
         sent = deliveries.send_test(org, url)
@@ -133,21 +138,3 @@ def send_test(request):
     else:
         messages.error(request, f"{said}. Not delivered: the receiver must answer 2xx.")
     return redirect("dashboard:webhooks")
-
-
-@require_POST
-@member_required
-def redeliver(request, job_id: uuid.UUID):
-    require_active(request)
-    if limited(request, "redeliver"):
-        return too_many_attempts(request)
-    job = scoped(Job, request.principal.organization).filter(pk=job_id).first()
-    if job is None:
-        raise Http404("No such job.")
-    try:
-        deliveries.redeliver(job, request.request_id)
-    except ApiError as exc:
-        messages.error(request, exc.message)
-    else:
-        messages.info(request, f"Job {job.id}'s callback is being sent again: its attempts appear below.")
-    return redirect(f"{reverse('dashboard:webhooks')}?job={job.id}")

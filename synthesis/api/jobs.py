@@ -153,7 +153,10 @@ class JobViewSet(mixins.RetrieveModelMixin, TenantScopedViewSet):
         principal, limits = request.user, limits_for(request.user.organization)
         enforce_plan_limits(limits, data, job=True)
         speech = prepare_speech(data, principal.organization, limits, live=False)
-        how = Submission(interactive=False, callback_url=callback_url, idempotency_key=key, request_hash=digest)
+        base = request.build_absolute_uri("/").rstrip("/")
+        how = Submission(
+            interactive=False, callback_url=callback_url, base_url=base, idempotency_key=key, request_hash=digest
+        )
         job = async_to_sync(admit_job)(principal, limits, speech, request._request.request_id, how)
         response = Response(JobSerializer(job).data, status=status.HTTP_202_ACCEPTED)
         if job.request_id != request._request.request_id:

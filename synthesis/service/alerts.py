@@ -1,7 +1,7 @@
-"""Telling usage alerts (billing.alerts finds them): a Standard Webhooks event to the
-organization's endpoint (`webhook_url`), signed like job callbacks and sent through the same
-guarded delivery (public addresses only, the checked address pinned), retried by its task; and an
-e-mail to the organization's owners and admins, once."""
+"""Telling usage alerts (billing.alerts finds them): a Standard Webhooks event to each of the
+organization's endpoints that receive `usage.threshold_reached` (synthesis.service.events: signed
+with the endpoint's secret, sent through the guarded delivery, retried by its task); and an e-mail
+to the organization's owners and admins, once."""
 
 from __future__ import annotations
 
@@ -11,23 +11,6 @@ from django.core.mail import send_mail
 from accounts.models import Membership
 from billing.alerts import payload
 from billing.models import UsageAlert
-from synthesis.models import WebhookDelivery
-
-from .callbacks import send
-
-
-def message_id(alert: UsageAlert) -> str:
-    return f"msg_usage_{alert.pk}"  # the same on every retry: receivers de-duplicate by it
-
-
-def deliver(alert_id: int) -> bool:
-    """One attempt at the webhook; True when delivered or when there is no endpoint to tell."""
-    alert = UsageAlert.objects.select_related("organization").get(pk=alert_id)
-    url = alert.organization.webhook_url
-    if not url:
-        return True
-    sent = send(alert.organization, url, payload(alert), message_id(alert), WebhookDelivery.Event.USAGE_ALERT)
-    return sent.delivered
 
 
 def describe(alert: UsageAlert) -> str:

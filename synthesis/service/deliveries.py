@@ -1,8 +1,8 @@
-"""The webhook delivery log (`WebhookDelivery`: every attempt at a job's callback, a usage alert or
-a test event) and what a tenant does with it: send a test event to a URL (the organization's
-endpoint unless another is given), at once, signed as every event is; send a finished job's
-callback again (the same `webhook-id`: receivers that de-duplicate take it once). Entries of jobs go
-with their jobs; the others are deleted after TTS_WEBHOOK_LOG_DAYS."""
+"""The webhook delivery log (`WebhookDelivery`: a job's callback, an event to an endpoint or a test
+event, each with its attempts) and what a tenant does with it: send a test event to a URL, at once,
+signed with the organization's secret; send a finished job's callback again (the same `webhook-id`:
+receivers that de-duplicate take it once). Entries of jobs go with their jobs; the others are
+deleted after TTS_WEBHOOK_LOG_DAYS. An endpoint's deliveries: synthesis.service.events."""
 
 from __future__ import annotations
 
@@ -35,17 +35,21 @@ def test_event(org: Organization, now: datetime | None = None) -> dict:
     }
 
 
+def test_message_id() -> str:
+    return f"msg_test_{secrets.token_hex(12)}"
+
+
 def send_test(org: Organization, url: str) -> WebhookDelivery:
     """A test event to `url`, delivered now (one attempt, no retries) and logged; 400 when the URL
     may not be a target (as a job's callback_url would be refused; the same guard, tts_saas.outbound,
     checks it again when it is sent)."""
     url = url.strip()
     if not url:
-        raise ApiError(400, "Give a URL, or set the organization's event endpoint first.", "invalid_value", "url")
+        raise ApiError(400, "Give a URL to send a test event to.", "invalid_value", "url")
     problem = url_problem(url, field="The URL")  # the dashboard's form field, as its label says
     if problem is not None:
         raise ApiError(400, problem, "invalid_value", "url")
-    return send(org, url, test_event(org), f"msg_test_{secrets.token_hex(12)}", WebhookDelivery.Event.TEST)
+    return send(org, url, test_event(org), test_message_id(), WebhookDelivery.Event.TEST)
 
 
 REDELIVERY_SECONDS = 600  # a redelivery's retries run this long at most: one at a time per job
@@ -60,7 +64,8 @@ def redeliver(job: Job, request_id: str = "") -> None:
         raise ApiError(409, "This job was submitted without a callback_url.", "no_callback")
     if job.status not in Job.FINAL:
         raise ApiError(409, "The job has not ended: its callback is sent when it does.", "job_not_finished")
-    if WebhookDelivery.objects.filter(job=job).count() >= MAX_ATTEMPTS_PER_JOB:
+    callbacks = WebhookDelivery.objects.filter(job=job, endpoint__isnull=True, event=WebhookDelivery.Event.JOB)
+    if sum(len(row.attempts) for row in callbacks.only("attempts")) >= MAX_ATTEMPTS_PER_JOB:
         raise ApiError(
             409, f"This job's callback was tried {MAX_ATTEMPTS_PER_JOB} times: no more.", "too_many_attempts"
         )

@@ -35,6 +35,7 @@ class Submission:
 
     interactive: bool = True
     callback_url: str = ""
+    base_url: str = ""  # the service's address as the submitter reached it (absolute URLs in callbacks)
     idempotency_key: str = ""
     request_hash: str = ""  # of the body the idempotency key came with
 
@@ -116,6 +117,7 @@ def submit_job(
                 lease=lease,
                 interactive=how.interactive,
                 callback_url=how.callback_url,
+                base_url=how.base_url[:500],
                 idempotency_key=how.idempotency_key,
                 request_hash=how.request_hash,
             )
@@ -209,6 +211,8 @@ def settle_job(
             )
         if moved and job.callback_url:
             transaction.on_commit(lambda: queue.enqueue_callback(job.id, job.request_id))
+        if moved and not job.interactive:  # asynchronous jobs' ends are events for the endpoints
+            transaction.on_commit(lambda: queue.enqueue_job_event(job.id, job.request_id))
     if moved and job.lease:
         concurrency.release(job.organization_id, job.lease)
     if moved and from_status == Job.Status.QUEUED:

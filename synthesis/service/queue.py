@@ -11,6 +11,7 @@ from tts_saas.queueing import send
 
 SYNTHESIZE = "synthesis.tasks.synthesize_job"
 DELIVER_CALLBACK = "synthesis.tasks.deliver_callback"
+PUBLISH_JOB_EVENT = "synthesis.tasks.publish_job_event"
 
 
 def enqueue_synthesis(
@@ -27,3 +28,7 @@ def enqueue_synthesis(
 
 def enqueue_callback(job_id, request_id: str = "") -> None:
     send(DELIVER_CALLBACK, job_id, request_id=request_id, queue="default")
+
+
+def enqueue_job_event(job_id, request_id: str = "") -> None:
+    send(PUBLISH_JOB_EVENT, job_id, request_id=request_id, queue="default")

@@ -221,7 +221,7 @@ def test_a_delivery_to_a_public_target_is_signed_and_recorded_with_its_status(se
     raw = server(answer_ok)
     resolver("hook.test", "127.0.0.1")
     job = job_for(f"http://hook.test:{raw.port}/hook?x=1")
-    assert callbacks.deliver(str(job.id)) is True
+    assert callbacks.deliver(str(job.id)).delivered
     attempt = last_attempt(job)
     assert attempt["status"] == 200 and attempt["error"] == ""
     head, _, body = raw.requests[0].partition(b"\r\n\r\n")
@@ -231,7 +231,7 @@ def test_a_delivery_to_a_public_target_is_signed_and_recorded_with_its_status(se
     assert headers["host"] == f"hook.test:{raw.port}"
     assert Webhook(job.organization.webhook_secret).verify(body, headers)["job"]["id"] == str(job.id)
     # A retry is the same message: the same webhook-id, freshly signed.
-    assert callbacks.deliver(str(job.id)) is True
+    assert callbacks.deliver(str(job.id)).delivered
     head, _, body = raw.requests[1].partition(b"\r\n\r\n")
     retried = {k.lower(): v.strip() for k, v in (line.split(":", 1) for line in head.decode().split("\r\n")[1:])}
     assert retried["webhook-id"] == headers["webhook-id"]
@@ -258,7 +258,7 @@ def test_the_delivery_connects_to_the_address_it_checked_not_a_second_lookup(
 
     monkeypatch.setattr(socket, "create_connection", connect)
     job = job_for(f"http://hook.test:{raw.port}/hook")
-    assert callbacks.deliver(str(job.id)) is False
+    assert not callbacks.deliver(str(job.id)).delivered
     assert raw.connections == 0, "the delivery reached the rebound (loopback) address"
     assert connected == [(PUBLIC_IP, raw.port)]
     assert len(lookups) == 1
@@ -270,7 +270,7 @@ def test_the_delivery_tries_each_checked_address_in_turn(settings, resolver, ser
     raw = server(answer_ok)  # listens on 127.0.0.1 only: 127.0.0.2 refuses the connection
     lookups = resolver("hook.test", ("127.0.0.2", "127.0.0.1"), "127.0.0.3")
     job = job_for(f"http://hook.test:{raw.port}/hook")
-    assert callbacks.deliver(str(job.id)) is True
+    assert callbacks.deliver(str(job.id)).delivered
     assert raw.connections == 1 and len(lookups) == 1
 
 
@@ -283,7 +283,7 @@ def test_a_target_that_turned_private_since_submission_is_refused_without_connec
     url = f"http://hook.test:{raw.port}/hook"
     assert callbacks.url_problem(url) is None  # at submission
     job = job_for(url)
-    assert callbacks.deliver(str(job.id)) is False
+    assert not callbacks.deliver(str(job.id)).delivered
     assert raw.connections == 0
     assert last_attempt(job)["error"] == "refused target"
 
@@ -293,7 +293,7 @@ def test_a_failed_attempt_records_a_generic_reason_not_the_error_text(settings, 
     with socket.create_server(("127.0.0.1", 0)) as s:
         port = s.getsockname()[1]
     job = job_for(f"http://127.0.0.1:{port}/hook")  # nothing listens there any more
-    assert callbacks.deliver(str(job.id)) is False
+    assert not callbacks.deliver(str(job.id)).delivered
     attempt = last_attempt(job)
     assert set(attempt) == {"at", "status", "error"}
     assert attempt["status"] is None and attempt["error"] == "connection failed"
@@ -308,7 +308,7 @@ def test_a_receiver_that_hangs_up_is_recorded_generically(settings, server, job_
 
     raw = server(hang_up)
     job = job_for(f"http://127.0.0.1:{raw.port}/hook")
-    assert callbacks.deliver(str(job.id)) is False
+    assert not callbacks.deliver(str(job.id)).delivered
     assert last_attempt(job)["error"] in GENERIC_REASONS
 
 
@@ -332,7 +332,7 @@ def test_a_receiver_that_answers_a_header_at_a_time_is_cut_off_at_the_attempt_de
     job = job_for(f"http://127.0.0.1:{raw.port}/hook")
     started = time.monotonic()
     try:
-        assert callbacks.deliver(str(job.id)) is False
+        assert not callbacks.deliver(str(job.id)).delivered
     finally:
         stop.set()
     assert time.monotonic() - started < 4
@@ -356,7 +356,7 @@ def test_an_endless_response_body_is_not_read_to_the_end(settings, server, job_f
     job = job_for(f"http://127.0.0.1:{raw.port}/hook")
     started = time.monotonic()
     try:
-        assert callbacks.deliver(str(job.id)) is True
+        assert callbacks.deliver(str(job.id)).delivered
     finally:
         stop.set()
     assert time.monotonic() - started < 3
@@ -372,7 +372,7 @@ def test_a_redirect_is_not_followed(settings, server, job_for):
 
     raw = server(redirect)
     job = job_for(f"http://127.0.0.1:{raw.port}/hook")
-    assert callbacks.deliver(str(job.id)) is False
+    assert not callbacks.deliver(str(job.id)).delivered
     assert last_attempt(job)["status"] == 302 and raw.connections == 1
 
 
@@ -411,6 +411,6 @@ def test_an_https_delivery_to_the_pinned_address_still_names_the_host_for_tls(se
     raw = server(read_hello)
     resolver("hook.test", "127.0.0.1")
     job = job_for(f"https://hook.test:{raw.port}/hook")
-    assert callbacks.deliver(str(job.id)) is False
+    assert not callbacks.deliver(str(job.id)).delivered
     assert server_name(hellos[0]) == "hook.test"
     assert last_attempt(job)["error"] == "connection failed"

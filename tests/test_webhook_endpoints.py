@@ -1,0 +1,187 @@
+"""Webhook endpoints through the API (/v1/webhooks/endpoints, /v1/webhooks/deliveries): several per
+organization, each receiving the event types it lists, signed with its own secret (rotated with a
+day's grace), disabled ones sent nothing; every delivery logged with its bodies (bounded, secrets
+masked) and attempts, sent again by Redeliver; another organization's ids are 404; the deprecated
+single-endpoint route keeps working over the first endpoint."""
+
+from __future__ import annotations
+
+import json
+from datetime import date
+
+import pytest
+from django.test import Client
+from standardwebhooks.webhooks import Webhook, WebhookVerificationError
+
+from billing.models import UsageAlert
+from synthesis.models import WebhookDelivery, WebhookEndpoint
+from synthesis.service import events
+from tests.receiver import Receiver
+
+ENDPOINTS = "/v1/webhooks/endpoints"
+
+
+def api(key: str) -> Client:
+    return Client(HTTP_AUTHORIZATION=f"Bearer {key}")
+
+
+def add(key: str, url: str, events_: list[str], **fields) -> dict:
+    response = api(key).post(ENDPOINTS, {"url": url, "events": events_, **fields}, content_type="application/json")
+    assert response.status_code == 201, response.content
+    return response.json()
+
+
+def alert_for(org, threshold: int = 80) -> UsageAlert:
+    return UsageAlert.objects.create(
+        organization=org,
+        subject="organization",
+        threshold=threshold,
+        used=80,
+        limit=100,
+        period_start=date(2026, 12, 1),
+    )
+
+
+def deliver_published(org) -> list[WebhookDelivery]:
+    """What the light worker does for each queued delivery: one attempt each."""
+    rows = list(WebhookDelivery.objects.filter(organization=org, status__isnull=True, attempts=[]))
+    return [events.deliver(row.pk) for row in rows]
+
+
+@pytest.fixture
+def receivers(settings):
+    settings.TTS_CALLBACK_ALLOW_PRIVATE = True  # the receivers listen on loopback
+    made = [
+        Receiver(failures=0, answer=b'{"ok": true, "echo": "whsec_c2VjcmV0c2VjcmV0", "pad": "' + b"x" * 6000 + b'"}'),
+        Receiver(failures=0),
+    ]
+    yield made
+    for receiver in made:
+        receiver.close()
+
+
+def test_endpoints_are_created_listed_changed_and_deleted(owner, receivers):
+    usage = add(owner.key, receivers[0].url, ["usage.threshold_reached"], description="Billing alerts")
+    assert usage["secret"].startswith("whsec_") and usage["enabled"] is True
+    jobs = add(owner.key, receivers[1].url, ["job.succeeded", "job.failed"])
+    assert jobs["secret"] != usage["secret"]
+
+    listed = api(owner.key).get(ENDPOINTS).json()["data"]
+    assert [(e["url"], e["events"]) for e in listed] == [
+        (receivers[0].url, ["usage.threshold_reached"]),
+        (receivers[1].url, ["job.failed", "job.succeeded"]),
+    ]
+    assert all("secret" not in e for e in listed)  # the list never carries secrets
+    one = api(owner.key).get(f"{ENDPOINTS}/{jobs['id']}")
+    assert one.json()["secret"] == jobs["secret"] and one["Cache-Control"] == "no-store"
+
+    changed = api(owner.key).patch(
+        f"{ENDPOINTS}/{jobs['id']}", {"events": ["job.expired"], "enabled": False}, content_type="application/json"
+    )
+    assert changed.status_code == 200 and changed.json()["events"] == ["job.expired"]
+    assert changed.json()["enabled"] is False
+    unknown = api(owner.key).patch(
+        f"{ENDPOINTS}/{jobs['id']}", {"events": ["job.exploded"]}, content_type="application/json"
+    )
+    assert unknown.status_code == 400 and unknown.json()["error"]["param"] == "events[0]"
+
+    assert api(owner.key).delete(f"{ENDPOINTS}/{jobs['id']}").json()["deleted"] is True
+    assert [e["id"] for e in api(owner.key).get(ENDPOINTS).json()["data"]] == [usage["id"]]
+
+
+def test_a_private_address_is_refused_naming_the_operators_switch(owner, settings):
+    settings.TTS_CALLBACK_ALLOW_PRIVATE = False
+    response = api(owner.key).post(
+        ENDPOINTS, {"url": "http://127.0.0.1:9/hook", "events": ["job.succeeded"]}, content_type="application/json"
+    )
+    assert response.status_code == 400
+    message = response.json()["error"]["message"]
+    assert "url must point at a public address" in message and "TTS_CALLBACK_ALLOW_PRIVATE" in message
+
+
+def test_each_endpoint_gets_its_events_signed_with_its_own_secret_and_disabled_ones_nothing(owner, receivers):
+    usage = add(owner.key, receivers[0].url, ["usage.threshold_reached"])
+    jobs = add(owner.key, receivers[1].url, ["job.succeeded"])
+    disabled = add(owner.key, receivers[1].url, ["usage.threshold_reached"], enabled=False)
+
+    assert events.publish_alert(alert_for(owner.org).pk) == 1  # only the enabled endpoint that receives it
+    sent = deliver_published(owner.org)
+    assert [row.delivered for row in sent] == [True]
+    assert len(receivers[0].deliveries) == 1 and receivers[1].deliveries == []
+    headers, body = receivers[0].deliveries[0]
+    headers = {name.lower(): value for name, value in headers.items()}
+    assert json.loads(Webhook(usage["secret"]).verify(body, headers) and body)["type"] == "usage.threshold_reached"
+    with pytest.raises(WebhookVerificationError):
+        Webhook(jobs["secret"]).verify(body, headers)  # another endpoint's secret does not verify it
+    assert not WebhookDelivery.objects.filter(endpoint_id=disabled["id"]).exists()
+
+
+def test_a_rotated_secret_signs_with_both_for_the_grace_period(owner, receivers):
+    endpoint = add(owner.key, receivers[0].url, ["usage.threshold_reached"])
+    rotated = api(owner.key).post(f"{ENDPOINTS}/{endpoint['id']}/rotate_secret").json()
+    assert rotated["secret"] != endpoint["secret"] and rotated["previous_secret_valid_until"]
+    events.publish_alert(alert_for(owner.org).pk)
+    deliver_published(owner.org)
+    headers, body = receivers[0].deliveries[0]
+    headers = {name.lower(): value for name, value in headers.items()}
+    for secret in (endpoint["secret"], rotated["secret"]):  # receivers holding either verify it
+        Webhook(secret).verify(body, headers)
+
+
+def test_the_delivery_log_keeps_bounded_masked_bodies_and_attempts_and_redelivers_once(owner, receivers):
+    endpoint = add(owner.key, receivers[0].url, ["usage.threshold_reached"])
+    events.publish_alert(alert_for(owner.org).pk)
+    deliver_published(owner.org)
+
+    log = api(owner.key).get(f"{ENDPOINTS}/{endpoint['id']}/deliveries").json()["data"]
+    assert len(log) == 1
+    delivery = log[0]
+    assert delivery["event_type"] == "usage.threshold_reached" and delivery["status"] == 200
+    assert json.loads(delivery["request_body"])["data"]["threshold_percent"] == 80
+    answer = delivery["response_body"]
+    assert 4000 < len(answer) <= 4096 and not answer.endswith('"}')  # the receiver answered 6 KB: cut
+    assert "whsec_••••••" in delivery["response_body"] and "c2VjcmV0" not in delivery["response_body"]
+    assert [attempt["status"] for attempt in delivery["attempts"]] == [200]
+
+    again = api(owner.key).post(f"/v1/webhooks/deliveries/{delivery['id']}/redeliver")
+    assert again.status_code == 202 and again.json()["next_attempt_at"]
+    twice = api(owner.key).post(f"/v1/webhooks/deliveries/{delivery['id']}/redeliver")
+    assert twice.status_code == 409  # one redelivery at a time
+    events.deliver(delivery["id"])  # the worker's attempt
+    after = api(owner.key).get(f"/v1/webhooks/deliveries/{delivery['id']}").json()
+    assert [attempt["status"] for attempt in after["attempts"]] == [200, 200]  # the same delivery, two attempts
+    first, second = (headers for headers, _ in receivers[0].deliveries)
+    assert first["webhook-id"] == second["webhook-id"]
+
+
+def test_another_organizations_endpoints_and_deliveries_are_404(owner, outsider, receivers, member):
+    endpoint = add(owner.key, receivers[0].url, ["usage.threshold_reached"])
+    events.publish_alert(alert_for(owner.org).pk)
+    delivery = deliver_published(owner.org)[0]
+    stranger = api(outsider.key)
+    for response in (
+        stranger.get(f"{ENDPOINTS}/{endpoint['id']}"),
+        stranger.patch(f"{ENDPOINTS}/{endpoint['id']}", {"enabled": False}, content_type="application/json"),
+        stranger.delete(f"{ENDPOINTS}/{endpoint['id']}"),
+        stranger.post(f"{ENDPOINTS}/{endpoint['id']}/rotate_secret"),
+        stranger.get(f"{ENDPOINTS}/{endpoint['id']}/deliveries"),
+        stranger.get(f"/v1/webhooks/deliveries/{delivery.pk}"),
+        stranger.post(f"/v1/webhooks/deliveries/{delivery.pk}/redeliver"),
+    ):
+        assert response.status_code == 404, response.content
+    assert stranger.get(ENDPOINTS).json()["data"] == []
+    assert api(member.key).get(ENDPOINTS).status_code == 403  # a standard key has no webhooks scope
+    assert WebhookEndpoint.objects.get(pk=endpoint["id"]).enabled
+
+
+def test_the_deprecated_single_endpoint_route_works_over_the_first_endpoint(owner, receivers):
+    put = api(owner.key).put("/v1/webhooks/endpoint", {"url": receivers[0].url}, content_type="application/json")
+    assert put.status_code == 200
+    listed = api(owner.key).get(ENDPOINTS).json()["data"]
+    assert [(e["url"], e["events"]) for e in listed] == [(receivers[0].url, ["usage.threshold_reached"])]
+    assert api(owner.key).get("/v1/webhooks/endpoint").json() == {"url": receivers[0].url}
+    # Signed with the organization's secret, as the one endpoint was.
+    secret = api(owner.key).get("/v1/webhooks/secret").json()["secret"]
+    assert api(owner.key).get(f"{ENDPOINTS}/{listed[0]['id']}").json()["secret"] == secret
+    api(owner.key).put("/v1/webhooks/endpoint", {"url": ""}, content_type="application/json")
+    assert api(owner.key).get(ENDPOINTS).json()["data"] == []
