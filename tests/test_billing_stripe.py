@@ -149,10 +149,21 @@ def test_without_stripe_the_page_says_so_and_the_webhook_is_not_there(client, se
     assert "<caption>The plans side by side</caption>" in shown
     for plan in Plan.objects.all():
         assert f'<th scope="row">{plan.name}' in shown
-    assert 'id="operator-contact"' not in shown and "ask whoever runs this service for you" in shown
+    assert 'id="operator-contact"' not in shown and "has published no contact (TTS_OPERATOR_CONTACT)" in shown
     settings.TTS_OPERATOR_CONTACT = "plans@operator.example"
     shown = client.get("/dashboard/billing/").content.decode()
-    assert '<a href="mailto:plans@operator.example" id="operator-contact">ask the operator</a>' in shown
+    assert '<a href="mailto:plans@operator.example" id="operator-contact">plans@operator.example</a>' in shown
+    settings.TTS_OPERATOR_CONTACT = ""  # then whoever runs it: the service's superuser
+    get_user_model().objects.create_superuser("root", "root@operator.example", "a long enough password")
+    shown = client.get("/dashboard/billing/").content.decode()
+    assert '<a href="mailto:root@operator.example" id="operator-contact">root@operator.example</a>' in shown
+    # Units, the models each plan allows with their price weights, and what lies beyond the included characters.
+    free, pro = Plan.objects.get(slug="free"), Plan.objects.get(slug="pro")
+    assert (
+        f"{free.monthly_characters:,} characters/month" in shown and f"{pro.requests_per_minute} requests/min" in shown
+    )
+    assert "Kokoro-82M ×" in shown and "ChatTTS ×" in shown
+    assert f"{pro.overage_cents_per_1k}¢ per 1,000 characters" in shown and "a hard cap: requests get 429" in shown
 
 
 def test_upgrading_through_checkout_changes_the_plan_and_limits_at_once(client, fake, web, synced):

@@ -4,17 +4,19 @@ limit. Owners and admins act; members see the plan. Without Stripe configured th
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 
 import stripe
 from django.conf import settings
 from django.contrib import messages
+from django.contrib.auth import get_user_model
 from django.core.exceptions import PermissionDenied
 from django.shortcuts import redirect
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
-from billing import quota, terms
+from billing import offer, quota, terms
 from billing.limits import limits_for, subscription_for
 from billing.models import Plan
 from billing.stripe_client import CatalogueMissing, StripeClient, configured
@@ -30,6 +32,33 @@ def contact_link(contact: str) -> str:
     if not contact:
         return ""
     return contact if contact.startswith(("https://", "http://")) else f"mailto:{contact}"
+
+
+def operator_contact() -> str:
+    """Whom tenants ask about plans: TTS_OPERATOR_CONTACT, else the address of the service's first
+    superuser (who runs it); empty when neither exists."""
+    if settings.TTS_OPERATOR_CONTACT:
+        return settings.TTS_OPERATOR_CONTACT
+    found = get_user_model().objects.filter(is_superuser=True, is_active=True).exclude(email="").order_by("pk").first()
+    return found.email if found else ""
+
+
+@dataclass(frozen=True)
+class PlanRow:
+    """A plan as the comparison table shows it: the models it allows with their price weights."""
+
+    plan: Plan
+    models: list[tuple[str, float]]
+
+
+def plan_rows(plans) -> list[PlanRow]:
+    served = offer.served()
+    rows = []
+    for plan in plans:
+        allowed = [s for s in served if not plan.allowed_models or s.name in plan.allowed_models]
+        weights = plan.model_weights if isinstance(plan.model_weights, dict) else {}
+        rows.append(PlanRow(plan, [(s.title, float(weights.get(s.name, 1))) for s in allowed]))
+    return rows
 
 
 @member_required
@@ -49,7 +78,8 @@ def billing(request):
         "billing.html",
         "billing",
         configured=configured(),
-        contact=contact_link(settings.TTS_OPERATOR_CONTACT),
+        contact=contact_link(operator_contact()),
+        contact_text=operator_contact().removeprefix("mailto:"),
         sub=sub,
         plan=sub.plan,
         limits=limits,
@@ -59,6 +89,7 @@ def billing(request):
         estimate=terms.estimate(sub.plan, used, limits.monthly_characters),
         overage=terms.overage_allowed(sub.plan, sub),
         plans=Plan.objects.order_by("monthly_price_cents", "slug"),
+        plan_rows=plan_rows(Plan.objects.order_by("monthly_price_cents", "slug")),
         invoices=invoices,
         invoices_error=invoices_error,
         can_manage=request.principal.is_admin,
