@@ -5,6 +5,9 @@ must be proven again before anyone signs in through it (accounts/sso.py)."""
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import hmac
 from urllib.parse import urlsplit
 
 import dns.exception
@@ -81,6 +84,20 @@ def verify_domain(connection: SsoConnection) -> SsoConnection:
     return connection
 
 
+def first_connection(org: Organization) -> SsoConnection:
+    """The connection `org` will have before it connects (not saved): its provider id (the redirect
+    URI's last part) and its DNS TXT token are derived from the organization and the server's
+    secret, so both can be registered at the provider and published in DNS before "Connect"."""
+
+    def derived(what: str) -> bytes:
+        return hmac.new(settings.SECRET_KEY.encode(), f"sso-{what}:{org.pk}".encode(), hashlib.sha256).digest()
+
+    token = base64.urlsafe_b64encode(derived("domain-token")[:24]).decode()
+    return SsoConnection(
+        organization=org, provider_id="org-" + derived("provider").hex()[:12], domain_token=f"tts-verify={token}"
+    )
+
+
 SETTINGS = ("issuer", "client_id", "domain", "enforced", "default_role", "group_claim", "group_roles")
 
 
@@ -91,7 +108,7 @@ def save_connection(org: Organization, fields: dict, by) -> SsoConnection:
     if current is None and not fields.get("client_secret"):
         raise SsoProblem("client_secret is needed to connect a provider.")
     fields = {**fields, "issuer": check_issuer(fields["issuer"]), "domain": fields["domain"].lower()}
-    connection = current or SsoConnection(organization=org)
+    connection = current or first_connection(org)
     before = {name: getattr(connection, name) for name in SETTINGS} if current else {}
     for name in (*SETTINGS, "client_secret"):
         if name in fields and (name != "client_secret" or fields[name]):

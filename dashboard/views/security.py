@@ -32,7 +32,7 @@ class SsoForm(forms.Form):
     client_secret = forms.CharField(
         max_length=500,
         required=False,
-        widget=forms.PasswordInput(attrs={"autocomplete": "off"}),
+        widget=forms.PasswordInput(attrs={"autocomplete": "off"}, render_value=True),  # kept after a refused save
         help_text="Kept when left empty.",
     )
     domain = forms.CharField(max_length=253, label="E-mail domain", help_text="e.g. example.com")
@@ -76,6 +76,9 @@ def security(request):
     connection = SsoConnection.objects.filter(organization=org).first()
     posted = request.POST.get("action") if request.method == "POST" else None
     sso_form = SsoForm(request.POST if posted == CONNECT else None, initial=_initial(connection))
+    if connection is None:  # nothing kept yet: the first connection needs one
+        sso_form.fields["client_secret"].required = True
+        sso_form.fields["client_secret"].help_text = "Your provider gives it with the client ID."
     mfa_form = RequireMfaForm(initial={"require_mfa": org.require_mfa})
     if posted:
         require_admin(request, "change the organization's sign-in rules")
@@ -102,13 +105,16 @@ def security(request):
         messages.info(request, "Second-factor rule saved.")
         return redirect("dashboard:security")
     factors = Authenticator.objects.filter(user=request.user).values_list("type", flat=True)
-    callback = redirect_uri(connection, request) if connection else ""
+    # What the provider and the DNS need before the first "Connect": the first connection's own.
+    setup = connection or sso_connections.first_connection(org)
     return page(
         request,
         "security.html",
         "security",
         connection=connection,
-        callback=callback,
+        setup=setup,
+        typed_domain=sso_form["domain"].value() or "",
+        callback=redirect_uri(setup, request),
         sso_form=sso_form,
         mfa_form=mfa_form,
         factors=[label for kind, label in FACTOR_NAMES.items() if kind in set(factors)],
