@@ -29,6 +29,7 @@ from inference import registry
 from synthesis.audio import cache
 from synthesis.audio.formats import encode, output_format, wav_header
 from synthesis.models import Job
+from voices.models import Voice
 
 from ..access import member_required, page
 from ..engines import title_of
@@ -133,6 +134,8 @@ def row_audio(event: UsageEvent, job: Job | None, in_cache: set[str] | None) -> 
         return RowAudio(note="None: the request failed.")
     if event.status == UsageEvent.Status.CANCELLED:
         return RowAudio(note="Not kept: cancelled.")
+    if job.zero_retention:  # whatever its seed: neither cached nor stored
+        return RowAudio(note="Not kept: zero retention (its audio is neither cached nor stored).")
     # In the order job_audio serves them.
     url = reverse("dashboard:job-audio", args=[job.id])
     spec = output_format(job.response_format)
@@ -163,12 +166,24 @@ def history(request):
     job_ids = [e.job_id for e in shown if e.job_id]
     jobs = (
         scoped(Job, org)
-        .only("id", "status", "response_format", "result", "cache_key", "cacheable", "error_code", "error_message")
+        .only(
+            "id",
+            "status",
+            "response_format",
+            "result",
+            "cache_key",
+            "cacheable",
+            "zero_retention",
+            "error_code",
+            "error_message",
+        )
         .in_bulk(job_ids)
     )
     in_cache = cached_keys(
         [j.cache_key for j in jobs.values() if j.cache_key] + [e.cache_key for e in shown if e.cache_key]
     )
+    # The organization's own voices by name (a deleted one keeps its id); built-in ids are their names.
+    names = dict(scoped(Voice, org).filter(pk__in={e.voice for e in shown}).values_list("pk", "name"))
     rows = []
     for event in shown:
         job = jobs.get(event.job_id) if event.job_id else None
@@ -179,6 +194,7 @@ def history(request):
                 "key": event.api_key,
                 "member": event.member,
                 "model": title_of(event.model),
+                "voice_name": names.get(event.voice, ""),
                 "audio": row_audio(event, job, in_cache),
             }
         )
