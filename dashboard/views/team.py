@@ -81,6 +81,10 @@ def members(request):
         pending=pending,
         form=form,
         can_manage=request.principal.is_admin,
+        # The Actions column only when the viewer has some in it: an owner removes others, admins
+        # act on invitations.
+        actions_column=request.principal.is_admin
+        and bool(pending or (request.membership.role == Membership.Role.OWNER and len(team) > 1)),
         delivers_mail=not _delivers_nothing(),
     )
     response["Cache-Control"] = "no-store"  # invitation links: whoever holds one may join
