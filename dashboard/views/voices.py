@@ -8,6 +8,7 @@ billed) on the model `?model=` names (an own voice: its own model)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from urllib.parse import urlencode
 
 from asgiref.sync import async_to_sync
@@ -63,11 +64,18 @@ def voices(request):
                 return redirect("dashboard:voices")
     own = list(own_voices(org))
     allowed_names = {spec.name for spec in allowed}
+    sections = [builtin_section(spec, spec.name in allowed_names, limits.allowed_voices) for spec in offer.served()]
+    search = BuiltinSearch.from_query(request.GET)
+    models = search.apply(sections)
     return page(
         request,
         "voices.html",
         "voices",
-        models=[builtin_section(spec, spec.name in allowed_names, limits.allowed_voices) for spec in offer.served()],
+        models=models,
+        search=search,
+        builtin_shown=sum(m["visible"] for m in models),
+        languages=sorted({(r["language_code"], r["language"]) for m in sections for r in m["rows"]}),
+        builtin_total=sum(len(m["rows"]) for m in sections),
         own=[own_row(voice, voice.model in allowed_names) for voice in own],
         form=form,
         speaker_models=" ".join(spec.name for spec in form.speaking()),
@@ -76,8 +84,44 @@ def voices(request):
         design_models=" ".join(spec.name for spec in form.designing()),
         used=len(own),
         limit=limits.max_custom_voices,
+        full=len(own) >= limits.max_custom_voices,
         can_manage=request.principal.is_admin,
     )
+
+
+@dataclass(frozen=True)
+class BuiltinSearch:
+    """The built-in voices' filter from the query string (so it works without JavaScript; the
+    page's script applies the same rules as one types): words in the id or description, a model,
+    a language. Rows that do not match are sent hidden, so the script can show them again."""
+
+    query: str = ""
+    model: str = ""
+    language: str = ""
+
+    @classmethod
+    def from_query(cls, params) -> BuiltinSearch:
+        return cls(params.get("q", "").strip()[:100], params.get("model", ""), params.get("language", ""))
+
+    @property
+    def active(self) -> bool:
+        return bool(self.query or self.model or self.language)
+
+    def matches(self, model: str, row: dict) -> bool:
+        text = f"{row['id']} {row['description']} {row['language']}".lower()
+        return (
+            (not self.model or model == self.model)
+            and (not self.language or row["language_code"] == self.language)
+            and all(word in text for word in self.query.lower().split())
+        )
+
+    def apply(self, sections: list[dict]) -> list[dict]:
+        shown = []
+        for section in sections:
+            rows = [{**row, "hidden": not self.matches(section["name"], row)} for row in section["rows"]]
+            visible = sum(not row["hidden"] for row in rows)
+            shown.append({**section, "rows": rows, "visible": visible})
+        return shown
 
 
 def playground_link(model: str, voice: str) -> str:
@@ -93,6 +137,7 @@ def builtin_section(spec: EngineSpec, allowed: bool, allowed_voices: tuple[str, 
             {
                 **voice,
                 "language": engines.language_name(voice["language"]),
+                "language_code": voice["language"],
                 "available": available,
                 "unavailable": "" if available else "not on your plan",
                 "preview": f"{reverse('dashboard:voice-preview', args=[voice['id']])}?model={spec.name}",

@@ -12,24 +12,29 @@ from dataclasses import dataclass
 class Voice:
     name: str
     seed: int
-    description: str
+
+    @property
+    def description(self) -> str:
+        # A seed picks a speaker at random from the checkpoint's statistics: nothing about its timbre
+        # (pitch, warmth, gender) is chosen or promised, only that it is the same speaker every time.
+        return f"Seed {self.seed}: a fixed random speaker; listen to the preview."
 
 
 VOICES: dict[str, Voice] = {
     v.name: v
     for v in (
-        Voice("alloy", 1111, "Balanced, neutral."),
-        Voice("ash", 2222, "Clear and direct."),
-        Voice("ballad", 3333, "Soft and melodic."),
-        Voice("coral", 4444, "Warm and friendly."),
-        Voice("echo", 5555, "Calm, low-pitched."),
-        Voice("fable", 6666, "Expressive storyteller."),
-        Voice("nova", 7777, "Bright and lively."),
-        Voice("onyx", 8888, "Deep and steady."),
-        Voice("sage", 9999, "Measured and thoughtful."),
-        Voice("shimmer", 1212, "Light and airy."),
-        Voice("verse", 2323, "Versatile narrator."),
-        Voice("marin", 3434, "Natural and composed."),
-        Voice("cedar", 4545, "Warm, grounded baritone."),
+        Voice("alloy", 1111),
+        Voice("ash", 2222),
+        Voice("ballad", 3333),
+        Voice("coral", 4444),
+        Voice("echo", 5555),
+        Voice("fable", 6666),
+        Voice("nova", 7777),
+        Voice("onyx", 8888),
+        Voice("sage", 9999),
+        Voice("shimmer", 1212),
+        Voice("verse", 2323),
+        Voice("marin", 3434),
+        Voice("cedar", 4545),
     )
 }
