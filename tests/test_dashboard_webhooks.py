@@ -44,15 +44,20 @@ def text_of(fragment: str) -> str:
 
 
 def test_job_callbacks_are_logged_and_a_job_is_redelivered_from_the_page(live_stack, owner, outsider):
-    receiver = Receiver(failures=1)
+    receiver, endpoint_receiver = Receiver(failures=1), Receiver(failures=0)
     try:
         with live_stack.client(owner.key) as api:
+            ends = {"url": endpoint_receiver.url, "events": ["job.succeeded"]}
+            endpoint = api.post("/webhooks/endpoints", json=ends).json()
+            api.post("/webhooks/endpoints", json={**ends, "events": ["usage.threshold_reached", "job.failed"]})
             job = api.post("/jobs", json={"input": "Call me back.", "seed": 3, "callback_url": receiver.url}).json()
             receiver.wait(2)
+            endpoint_receiver.wait(1)
             callback = WebhookDelivery.objects.filter(job_id=job["id"], event="job")
             wait_until(lambda: len(callback.get().attempts) >= 2, 30, "attempts logged")
         page = signed_in(owner.org)
-        listed = rows(page.get("/dashboard/webhooks"))
+        assert len(rows(page.get("/dashboard/webhooks"))) == 2  # the callback and the endpoint's event
+        listed = rows(page.get("/dashboard/webhooks", {"event": "job"}))
         assert len(listed) == 1  # one delivery, its two attempts in it
         assert "✓ HTTP 200" in listed[0] and "2 attempts" in listed[0]
         assert "job.succeeded" in listed[0] and job["id"] in listed[0] and receiver.url in listed[0]
@@ -67,10 +72,15 @@ def test_job_callbacks_are_logged_and_a_job_is_redelivered_from_the_page(live_st
         assert "being sent again already" in messages_of(again)  # one redelivery at a time
         receiver.wait(3)
         wait_until(lambda: len(callback.get().attempts) >= 3, 30, "the redelivery logged")
-        listed = rows(page.get("/dashboard/webhooks", {"job": job["id"]}))
+        listed = rows(page.get("/dashboard/webhooks", {"job": job["id"], "event": "job"}))
         assert len(listed) == 1 and "3 attempts" in listed[0]
         assert len({headers["webhook-id"] for headers, _ in receiver.deliveries}) == 1  # the same message
         assert job_audio_url(receiver) == f"{live_stack.base_url}/v1/jobs/{job['id']}/audio"  # absolute
+        # The endpoint receiving job.succeeded got the job's end, signed with its own secret; the other nothing.
+        assert len(endpoint_receiver.deliveries) == 1
+        headers, body = endpoint_receiver.deliveries[0]
+        event = Webhook(endpoint["secret"]).verify(body, headers)
+        assert event["type"] == "job.succeeded" and event["job"]["id"] == job["id"]
 
         # Another organization's member neither sees nor redelivers it.
         stranger = signed_in(outsider.org, "stranger@example.com", role="owner")
@@ -79,6 +89,7 @@ def test_job_callbacks_are_logged_and_a_job_is_redelivered_from_the_page(live_st
         assert len(receiver.deliveries) == 3
     finally:
         receiver.close()
+        endpoint_receiver.close()
 
 
 def job_audio_url(receiver: Receiver) -> str:
