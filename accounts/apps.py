@@ -5,6 +5,7 @@ from django.apps import AppConfig
 
 class AccountsConfig(AppConfig):
     name = "accounts"
+    verbose_name = "Organizations, members and keys"  # allauth's own app is "Accounts" in the console
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:

@@ -73,6 +73,11 @@ ACTIONS = {
 }
 
 
+def label(action: str) -> str:
+    """An action in words; one not in ACTIONS (recorded by a newer part) from its own name."""
+    return ACTIONS.get(action) or action.replace("_", " ").replace(".", ": ", 1)
+
+
 @dataclass(frozen=True)
 class Actor:
     type: str
