@@ -13,9 +13,9 @@ import pytest
 from django.test import Client
 from standardwebhooks.webhooks import Webhook, WebhookVerificationError
 
-from billing.models import UsageAlert
+from billing.models import UsageAlert, UsageEvent
 from synthesis.models import WebhookDelivery, WebhookEndpoint
-from synthesis.service import events
+from synthesis.service import closing, events
 from tests.receiver import Receiver
 
 ENDPOINTS = "/v1/webhooks/endpoints"
@@ -185,3 +185,11 @@ def test_the_deprecated_single_endpoint_route_works_over_the_first_endpoint(owne
     assert api(owner.key).get(f"{ENDPOINTS}/{listed[0]['id']}").json()["secret"] == secret
     api(owner.key).put("/v1/webhooks/endpoint", {"url": ""}, content_type="application/json")
     assert api(owner.key).get(ENDPOINTS).json()["data"] == []
+
+
+def test_closing_the_organization_deletes_its_endpoints_and_their_secrets(owner, receivers):
+    endpoint = add(owner.key, receivers[0].url, ["usage.threshold_reached"])
+    UsageEvent.objects.create(organization=owner.org, characters=10, model="chattts", voice="alloy")  # kept: the ledger
+    assert closing.close_organization(owner.org, None) is False  # closed, not deleted
+    assert not WebhookEndpoint.objects.filter(pk=endpoint["id"]).exists()
+    assert events.publish_alert(alert_for(owner.org).pk) == 0  # nothing is sent anywhere

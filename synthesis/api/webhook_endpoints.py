@@ -33,9 +33,11 @@ LISTED = 100  # deliveries an endpoint's list returns at most, newest first
 def found(queryset, object_id: str, what: str):
     """The row of this organization with that id, or 404 (another tenant's id too)."""
     try:
-        row = queryset.filter(pk=uuid.UUID(object_id) if what == "webhook endpoint" else int(object_id)).first()
+        key = uuid.UUID(object_id) if what == "webhook endpoint" else int(object_id)
     except ValueError:
-        row = None
+        key = None
+    in_range = isinstance(key, uuid.UUID) or (isinstance(key, int) and 0 < key < 2**63)  # a bigint column
+    row = queryset.filter(pk=key).first() if in_range else None
     if row is None:
         raise ApiError(404, f"No {what} '{object_id[:40]}' in this organization.", "not_found")
     return row

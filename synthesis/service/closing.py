@@ -16,7 +16,7 @@ from accounts.keys import revoke_key
 from accounts.models import ApiKey, Invitation, Membership, Organization, SsoConnection
 from billing.limits import subscription_for
 from billing.models import BillingStatus, UsageEvent
-from synthesis.models import Job, WebhookDelivery
+from synthesis.models import Job, WebhookDelivery, WebhookEndpoint
 from voices.models import Lexicon, Voice
 
 logger = logging.getLogger(__name__)
@@ -42,7 +42,7 @@ def close_organization(org: Organization, by) -> bool:
             if job.result:
                 job.result.delete(save=False)
             job.delete()
-        for model in (Voice, Lexicon, Invitation, SsoConnection, Membership, WebhookDelivery):
+        for model in (Voice, Lexicon, Invitation, SsoConnection, Membership, WebhookDelivery, WebhookEndpoint):
             model.objects.filter(organization=org).delete()
         if not UsageEvent.objects.filter(organization=org).exists():
             org.delete()
