@@ -22,7 +22,6 @@ from .keys import (
     rotate_key,
     set_data_retention,
     set_ip_allowlist,
-    set_webhook_endpoint,
     update_key,
 )
 from .models import Invitation, Membership, Organization, _invitation_token, _new_webhook_secret
@@ -35,7 +34,6 @@ __all__ = [
     "rotate_key",
     "set_data_retention",
     "set_ip_allowlist",
-    "set_webhook_endpoint",
     "update_key",
 ]
 

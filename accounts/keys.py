@@ -139,13 +139,6 @@ def set_speech_defaults(org: Organization, model: str, voice: str, by) -> None:
     audit.record_changes(org, "settings.speech_defaults", before, {"model": model, "voice": voice}, by)
 
 
-def set_webhook_endpoint(org: Organization, url: str, by) -> None:
-    """Where the organization's events go (checked by the caller: synthesis.service.callbacks)."""
-    before, org.webhook_url = org.webhook_url, url
-    org.save(update_fields=["webhook_url"])
-    audit.record_changes(org, "webhook_endpoint.updated", {"url": before}, {"url": url}, by)
-
-
 @receiver(pre_delete, sender=get_user_model())
 def _revoke_keys_of_deleted_user(sender, instance, **kwargs) -> None:
     """A user deleted however (the admin console too): their own keys are revoked, never left to

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from datetime import date
+from importlib import import_module
 
 import pytest
 from django.test import Client
@@ -193,3 +194,32 @@ def test_closing_the_organization_deletes_its_endpoints_and_their_secrets(owner,
     assert closing.close_organization(owner.org, None) is False  # closed, not deleted
     assert not WebhookEndpoint.objects.filter(pk=endpoint["id"]).exists()
     assert events.publish_alert(alert_for(owner.org).pk) == 0  # nothing is sent anywhere
+
+
+@pytest.mark.django_db
+def test_an_existing_event_endpoint_becomes_one_endpoint_with_the_same_secret():
+    """The data migration (synthesis 0014) on an organization of before: its endpoint keeps receiving
+    usage alerts, verifiable with the secret its receiver holds; its log entries become deliveries."""
+    from django.db import connection  # noqa: PLC0415
+    from django.db.migrations.loader import MigrationLoader  # noqa: PLC0415
+
+    from accounts.models import Organization  # noqa: PLC0415
+
+    migration = import_module("synthesis.migrations.0014_webhook_endpoints")
+    org = Organization.objects.create(name="Before", slug="before", webhook_url="https://hooks.example.com/tts")
+    old = WebhookDelivery.objects.create(
+        organization=org,
+        event="usage_alert",
+        event_type="usage.threshold_reached",
+        message_id="msg_usage_1",
+        url=org.webhook_url,
+        status=500,
+        duration_ms=12,
+    )
+    apps = MigrationLoader(connection).project_state(("synthesis", "0014_webhook_endpoints")).apps
+    migration.endpoints_from_organizations(apps, None)
+    (endpoint,) = WebhookEndpoint.objects.filter(organization=org)
+    assert (endpoint.url, endpoint.events, endpoint.enabled) == (org.webhook_url, ["usage.threshold_reached"], True)
+    assert endpoint.signing_secrets() == [org.webhook_secret]
+    old.refresh_from_db()
+    assert old.endpoint_id == endpoint.pk and [a["status"] for a in old.attempts] == [500]

@@ -85,8 +85,7 @@ def test_the_event_endpoint_refuses_an_address_reaching_a_private_one_naming_the
     assert error["param"] == "url"
     assert "url must point at a public address" in error["message"], error
     assert "callback_url" not in error["message"]
-    acme.org.refresh_from_db()
-    assert acme.org.webhook_url == ""
+    assert not acme.org.webhook_endpoints.exists()
 
 
 def test_the_event_endpoint_names_the_url_field_for_a_url_that_is_not_http(settings, db):
