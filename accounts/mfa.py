@@ -1,7 +1,8 @@
 """Second factors (django-allauth's MFA: TOTP, WebAuthn/passkeys, recovery codes): an organization
 may require one of its members; adding and removing one is in the audit log of each of the
 member's organizations, and so is a failed second-factor check. The sign-in's second step knows
-which factors the person has, so that it offers those and no other."""
+which factors the person has, so that it offers those and no other. Every sign-in (the password
+form, sign-up, an accepted invitation) is listed on the person's sessions page."""
 
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ from allauth.mfa.base.forms import AuthenticateForm
 from allauth.mfa.models import Authenticator
 from allauth.mfa.signals import authentication_failed, authenticator_added, authenticator_removed
 from allauth.mfa.utils import is_mfa_enabled
+from allauth.usersessions.models import UserSession
+from django.contrib.auth.signals import user_logged_in
 from django.dispatch import receiver
 
 from . import audit
@@ -64,3 +67,11 @@ def _removed(sender, request, user, authenticator, **kwargs) -> None:
 @receiver(authentication_failed)
 def _failed(sender, request, user, **kwargs) -> None:
     _each_org(user, "signin.failed", request, None, f"mfa:{user.email}")
+
+
+@receiver(user_logged_in)
+def _listed(sender, request, user, **kwargs) -> None:
+    """allauth lists only the sessions its own flow signed in; the dashboard's sign-up and
+    invitations sign in with Django's `login`. (A request without an address is a test's.)"""
+    if request is not None and request.META.get("REMOTE_ADDR"):
+        UserSession.objects.create_from_request(request)

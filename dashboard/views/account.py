@@ -14,6 +14,7 @@ from django.contrib.auth.forms import AuthenticationForm, PasswordResetForm
 from django.core.exceptions import PermissionDenied
 from django.http import Http404
 from django.shortcuts import redirect, render
+from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
 from accounts import actions, audit
@@ -111,6 +112,9 @@ def switch(request):
     if not any(m.organization_id == chosen for m in request.memberships):
         raise Http404
     request.session[SESSION_ORG] = chosen
+    then = request.POST.get("next", "")  # a page of the dashboard in the organization chosen
+    if then.startswith("/dashboard/") and url_has_allowed_host_and_scheme(then, allowed_hosts=None):
+        return redirect(then)
     return redirect("dashboard:overview")
 
 
