@@ -17,7 +17,7 @@ from django.utils import timezone
 from standardwebhooks.webhooks import Webhook
 
 from accounts.models import Membership, Organization
-from synthesis.models import Job, WebhookDelivery
+from synthesis.models import Job, WebhookDelivery, WebhookEndpoint
 from synthesis.service import deliveries
 from tests.factories import make_job
 from tests.receiver import Receiver
@@ -190,3 +190,31 @@ def test_old_test_and_alert_entries_are_deleted_job_entries_stay_with_their_job(
     assert deliveries.delete_old() == 1
     assert list(WebhookDelivery.objects.values_list("event", flat=True)) == ["job"]
     assert json.loads(json.dumps(deliveries.test_event(org)))["type"] == "test"
+
+
+@pytest.mark.django_db
+def test_an_endpoints_page_is_its_organizations_and_its_secret_the_admins(settings):
+    settings.TTS_CALLBACK_ALLOW_PRIVATE = True  # URLs parsed, not looked up (no DNS here)
+    org = Organization.objects.create(name="Hooks Six", slug="hooks-six")
+    other = Organization.objects.create(name="Hooks Seven", slug="hooks-seven")
+    endpoint = WebhookEndpoint.objects.create(organization=org, url="https://example.com/hook", events=["job.failed"])
+    admin, member = signed_in(org, "admin6@example.com", role="admin"), signed_in(org, "member6@example.com")
+    stranger = signed_in(other, "stranger6@example.com", role="owner")
+    page_url = f"/dashboard/webhooks/endpoints/{endpoint.pk}"
+    assert endpoint.secret in admin.get(page_url).content.decode()
+    seen = member.get(page_url)
+    assert seen.status_code == 200 and endpoint.secret not in seen.content.decode()
+    assert "https://example.com/hook" not in text(member.get("/dashboard/webhooks"))  # the URL is the admins'
+    assert member.post(f"{page_url}/rotate").status_code == 403
+    assert member.post(page_url, {"url": "https://evil.example/", "events": ["job.failed"]}).status_code == 403
+    assert stranger.get(page_url).status_code == 404
+    assert stranger.post(f"{page_url}/delete").status_code == 404
+    assert WebhookEndpoint.objects.get(pk=endpoint.pk).url == "https://example.com/hook"
+    saved = admin.post(page_url, {"url": "https://example.com/v2", "events": ["job.failed", "job.succeeded"]})
+    assert saved.status_code == 302
+    endpoint.refresh_from_db()
+    assert (endpoint.url, endpoint.events, endpoint.enabled) == (
+        "https://example.com/v2",
+        ["job.failed", "job.succeeded"],
+        False,
+    )
