@@ -210,6 +210,9 @@ def test_an_endpoints_page_is_its_organizations_and_its_secret_the_admins(settin
     assert stranger.get(page_url).status_code == 404
     assert stranger.post(f"{page_url}/delete").status_code == 404
     assert WebhookEndpoint.objects.get(pk=endpoint.pk).url == "https://example.com/hook"
+    refused = admin.post("/dashboard/webhooks/endpoints", {"url": "https://example.com/x"}, follow=True)
+    assert "Events it receives: This field is required." in messages_of(refused)
+    assert WebhookEndpoint.objects.filter(organization=org).count() == 1
     saved = admin.post(page_url, {"url": "https://example.com/v2", "events": ["job.failed", "job.succeeded"]})
     assert saved.status_code == 302
     endpoint.refresh_from_db()

@@ -41,8 +41,8 @@ def add(request):
     require_admin(request, "add webhook endpoints")
     form = EndpointForm(request.POST)
     if (fields := form.checked()) is None:
-        for error in [*form.non_field_errors(), *(e for f in form for e in f.errors)]:
-            messages.error(request, error)
+        for error in [*form.non_field_errors(), *(f"{f.label}: {e}" for f in form for e in f.errors)]:
+            messages.error(request, error)  # the page's form is new again: each error names its field
         return redirect("dashboard:webhooks")
     endpoint = endpoints.create(request.principal.organization, request.user, **fields)
     messages.info(request, "Endpoint added: copy its signing secret below to verify what it receives.")
