@@ -20,7 +20,7 @@ from tts_saas.serializers import StrictSerializer
 NEEDS_SCOPE = {403: "The key lacks the scope (webhooks), or the organization is suspended."}
 
 
-class WebhookEndpointSerializer(StrictSerializer):
+class FirstEndpointUrlSerializer(StrictSerializer):
     url = serializers.CharField(
         max_length=2000,
         allow_blank=True,
@@ -39,12 +39,12 @@ def first_endpoint(org) -> WebhookEndpoint | None:
 
 
 class WebhookEndpointViewSet(OwnOrganizationViewSet):
-    serializer_class = WebhookEndpointSerializer
+    serializer_class = FirstEndpointUrlSerializer
 
     @extend_schema(
         summary="The organization's first webhook endpoint (deprecated)",
         description="Use GET /v1/webhooks/endpoints.",
-        responses={200: WebhookEndpointSerializer},
+        responses={200: FirstEndpointUrlSerializer},
         deprecated=True,
     )
     def retrieve(self, request):
@@ -55,15 +55,15 @@ class WebhookEndpointViewSet(OwnOrganizationViewSet):
         summary="Set the organization's first webhook endpoint (deprecated)",
         description="Use /v1/webhooks/endpoints. Changes the first endpoint's URL; without one, adds an endpoint "
         "receiving usage.threshold_reached, signed with the organization's webhook secret; empty deletes it.",
-        request=WebhookEndpointSerializer,
+        request=FirstEndpointUrlSerializer,
         responses={
-            200: WebhookEndpointSerializer,
+            200: FirstEndpointUrlSerializer,
             **error_responses({400: "Not a URL this server may send to.", **NEEDS_SCOPE}),
         },
         deprecated=True,
     )
     def update(self, request):
-        incoming = WebhookEndpointSerializer(data=request.data)
+        incoming = FirstEndpointUrlSerializer(data=request.data)
         incoming.is_valid(raise_exception=True)
         org, url = request.user.organization, incoming.validated_data["url"]
         endpoint = first_endpoint(org)
