@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import uuid
 
-from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
-from rest_framework import serializers, status
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import status
 from rest_framework.response import Response
 
 from accounts.tenancy import TenantScopedViewSet
@@ -19,7 +19,9 @@ from tts_saas.errors import ApiError, error_responses, validation_error
 from tts_saas.serializers import refuse_any_body
 
 from .webhook_serializers import (
+    WebhookDeliveryListSerializer,
     WebhookDeliverySerializer,
+    WebhookEndpointListSerializer,
     WebhookEndpointSerializer,
     WebhookEndpointWithSecretSerializer,
     WebhookEndpointWriteSerializer,
@@ -28,11 +30,6 @@ from .webhook_serializers import (
 NEEDS_SCOPE = {403: "The key lacks the scope (webhooks), or the organization is suspended."}
 NOT_FOUND = {404: "No such endpoint in this organization."}
 LISTED = 100  # deliveries an endpoint's list returns at most, newest first
-
-
-def listed(name: str, item) -> serializers.Serializer:
-    """A list's shape in the schema: `{"object": "list", "data": [...]}`."""
-    return inline_serializer(name, {"object": serializers.CharField(), "data": item(many=True)})
 
 
 def found(queryset, object_id: str, what: str):
@@ -61,9 +58,7 @@ class WebhookEndpointViewSet(TenantScopedViewSet):
     def get_object(self) -> WebhookEndpoint:
         return found(self.get_queryset(), self.kwargs[self.lookup_url_kwarg], "webhook endpoint")
 
-    @extend_schema(
-        summary="List webhook endpoints", responses={200: listed("WebhookEndpointList", WebhookEndpointSerializer)}
-    )
+    @extend_schema(summary="List webhook endpoints", responses={200: WebhookEndpointListSerializer})
     def list(self, request):
         rows = WebhookEndpointSerializer(self.get_queryset(), many=True).data
         return Response({"object": "list", "data": rows})
@@ -143,7 +138,7 @@ class WebhookEndpointViewSet(TenantScopedViewSet):
         summary="A webhook endpoint's deliveries",
         description=f"Newest first, at most {LISTED}: each message with its request and response bodies and attempts.",
         parameters=[OpenApiParameter("failed", bool, description="Only those not delivered (no 2xx yet).")],
-        responses={200: listed("WebhookDeliveryList", WebhookDeliverySerializer), **error_responses(NOT_FOUND)},
+        responses={200: WebhookDeliveryListSerializer, **error_responses(NOT_FOUND)},
     )
     def deliveries(self, request, endpoint_id: str):
         rows = self.get_object().deliveries.all()

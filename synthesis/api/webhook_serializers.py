@@ -4,6 +4,7 @@ its bodies (bounded, secrets masked) and attempts."""
 
 from __future__ import annotations
 
+from drf_spectacular.utils import extend_schema_serializer
 from rest_framework import serializers
 
 from synthesis.models import WebhookDelivery, WebhookEndpoint
@@ -113,3 +114,15 @@ class WebhookDeliverySerializer(serializers.ModelSerializer):
 
     def get_object(self, delivery) -> str:
         return "webhook_delivery"
+
+
+@extend_schema_serializer(many=False)  # the whole body, though the action is a list
+class WebhookEndpointListSerializer(serializers.Serializer):
+    object = serializers.ChoiceField(choices=["list"])
+    data = WebhookEndpointSerializer(many=True)  # type: ignore[assignment]  # the response field, not Serializer.data
+
+
+@extend_schema_serializer(many=False)
+class WebhookDeliveryListSerializer(serializers.Serializer):
+    object = serializers.ChoiceField(choices=["list"])
+    data = WebhookDeliverySerializer(many=True)  # type: ignore[assignment]  # the response field, not Serializer.data
