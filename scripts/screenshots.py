@@ -84,6 +84,8 @@ def main() -> None:
         page.click("text=Create key")
         secret = page.locator("#new-key").inner_text().strip()
         page.screenshot(path=OUT / "keys.png")
+        page.click("td.key-name a")  # the key's own page: access, limits, last use, rotate and revoke
+        page.screenshot(path=OUT / "key.png", full_page=True)
         for i, text in enumerate(["Welcome back!", "Your order has shipped.", "Welcome back!", "See you soon."]):
             httpx.post(
                 f"{base}/v1/audio/speech",
@@ -127,11 +129,20 @@ def main() -> None:
         page.screenshot(path=OUT / "security.png", full_page=True)
         page.click("#account-link")
         page.screenshot(path=OUT / "account.png", full_page=True)
+        page.goto(f"{base}/accounts/sessions/")  # where a person is signed in, this device marked
+        page.screenshot(path=OUT / "sessions.png", full_page=True)
         good, failing = Receiver(failures=0), Receiver(failures=100)
         nav.get_by_role("link", name="Webhooks", exact=True).click()
         for url in (failing.url, good.url):
             page.fill("#test-url", url)
             page.click("button:has-text('Send test event')")
+        page.fill("#id_url", good.url)  # an endpoint of its own: its events, its secret, its deliveries
+        page.fill("#id_description", "Jobs and usage alerts")
+        page.locator("#add-endpoint input[name=events]").first.check()
+        page.click("text=Add endpoint")
+        page.click("text=Send test event")
+        page.screenshot(path=OUT / "webhook-endpoint.png", full_page=True)
+        nav.get_by_role("link", name="Webhooks", exact=True).click()
         page.screenshot(path=OUT / "webhooks.png", full_page=True)
         good.close()
         failing.close()
