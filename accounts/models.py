@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
+import ipaddress
 import secrets
 import string
 from datetime import datetime, timedelta
@@ -164,6 +165,14 @@ class Membership(models.Model):
         return self.role in (self.Role.OWNER, self.Role.ADMIN)
 
 
+def valid_address(address: str | None) -> str | None:
+    """An address the database's inet column takes (a proxy may pass anything, an IPv6 zone id), else None."""
+    try:
+        return str(ipaddress.ip_address(address.partition("%")[0])) if address else None  # no zone id
+    except ValueError:
+        return None
+
+
 class ApiKey(models.Model):
     class Kind(models.TextChoices):
         STANDARD = "standard"  # the scopes of an application: speech, jobs, voices, lexicons, usage
@@ -242,6 +251,7 @@ class ApiKey(models.Model):
         """Record use coarsely, with the caller's address: at most one write a minute per key."""
         now = now or timezone.now()
         if self.last_used_at is None or now - self.last_used_at >= LAST_USED_RESOLUTION:
+            address = valid_address(address)
             ApiKey.objects.filter(pk=self.pk).update(last_used_at=now, last_used_ip=address)
             self.last_used_at, self.last_used_ip = now, address
 

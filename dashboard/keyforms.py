@@ -189,7 +189,9 @@ class KeySettingsForm(forms.Form):
     def clean(self):
         data = super().clean()
         access = data.get("access")
-        if access in scopes.PRESETS:  # a preset as far as the viewer's rights go, as a new key gets it
+        if access in scopes.PRESETS and "access" not in self.changed_data:
+            data["scopes"] = list(self.key.scopes)  # left as it is (never narrowed by saving a name)
+        elif access in scopes.PRESETS:  # a preset as far as the viewer's rights go, as a new key gets it
             data["scopes"] = scopes.bounded(scopes.PRESETS[access], self.viewer)
         elif access == "custom":
             chosen = {f"{area}:{data[f'scope_{area}']}" for area in scopes.AREAS if data.get(f"scope_{area}")}

@@ -115,6 +115,18 @@ def test_a_member_gives_their_own_key_no_more_than_their_role(client):
     capped = client.post(f"/dashboard/keys/{mine.prefix}", {**SETTINGS, "name": "bob's app", "access": "speech"})
     assert capped.status_code == 302 and ApiKey.objects.get(pk=mine.pk).name == "bob's app"
     assert client.get(f"/dashboard/keys/{theirs.prefix}").status_code == 404  # not theirs: not found
+    # A key made while Bob was an admin is never narrowed silently by a save: renaming it is refused
+    # as the API refuses it (more than his role gives, named), and its access stays until he picks less.
+    stored = sorted(scopes.PRESETS["admin"])
+    earlier, _ = org.create_api_key("bob's earlier", scopes=stored, owner=bob)
+    renamed = client.post(f"/dashboard/keys/{earlier.prefix}", {**SETTINGS, "name": "renamed", "access": "admin"})
+    assert renamed.status_code == 200 and "more than your role gives" in text(renamed)
+    earlier.refresh_from_db()
+    assert (earlier.name, sorted(earlier.scopes)) == ("bob's earlier", stored)
+    narrowed = client.post(f"/dashboard/keys/{earlier.prefix}", {**SETTINGS, "name": "renamed", "access": "speech"})
+    assert narrowed.status_code == 302
+    earlier.refresh_from_db()
+    assert (earlier.name, earlier.scopes) == ("renamed", ["speech:write"])
     assert client.post(f"/dashboard/keys/{theirs.prefix}", {**SETTINGS, "name": "x"}).status_code == 404
 
 

@@ -17,7 +17,9 @@ from standardwebhooks.webhooks import Webhook, WebhookVerificationError
 from billing.models import UsageAlert, UsageEvent
 from synthesis.models import WebhookDelivery, WebhookEndpoint
 from synthesis.service import closing, events
+from synthesis.service.callbacks import open_delivery
 from tests.receiver import Receiver
+from tts_saas.errors import ApiError
 
 ENDPOINTS = "/v1/webhooks/endpoints"
 
@@ -223,3 +225,14 @@ def test_an_existing_event_endpoint_becomes_one_endpoint_with_the_same_secret():
     assert endpoint.signing_secrets() == [org.webhook_secret]
     old.refresh_from_db()
     assert old.endpoint_id == endpoint.pk and [a["status"] for a in old.attempts] == [500]
+    # It was logged without its body: sent again it would be an empty, validly signed message.
+    with pytest.raises(ApiError) as refused:
+        events.redeliver(old)
+    assert refused.value.status == 409 and "body is unknown" in refused.value.message
+    # Found again by a retry of the same message, it takes that message's body.
+    reused = open_delivery(
+        org, org.webhook_url, {"type": "usage.threshold_reached"}, "msg_usage_1", "usage_alert", endpoint=endpoint
+    )
+    assert reused.pk == old.pk
+    old.refresh_from_db()
+    assert json.loads(old.request_body) == {"type": "usage.threshold_reached"}

@@ -107,7 +107,7 @@ def security(request):
     factors = Authenticator.objects.filter(user=request.user).values_list("type", flat=True)
     # What the provider and the DNS need before the first "Connect": the first connection's own.
     setup = connection or sso_connections.first_connection(org)
-    return page(
+    response = page(
         request,
         "security.html",
         "security",
@@ -119,3 +119,5 @@ def security(request):
         mfa_form=mfa_form,
         factors=[label for kind, label in FACTOR_NAMES.items() if kind in set(factors)],
     )
+    response["Cache-Control"] = "no-store"  # a client secret typed into a refused save comes back in it
+    return response

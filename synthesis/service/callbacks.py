@@ -187,6 +187,9 @@ def open_delivery(
     found again for a retry or a redelivery, else made with the body to send."""
     found = WebhookDelivery.objects.filter(organization=org, message_id=message_id, job=job, endpoint=endpoint)
     if (delivery := found.order_by("id").first()) is not None:
+        if not delivery.request_body:  # logged before bodies were kept: this message's body from now on
+            delivery.request_body = json.dumps(event, separators=(",", ":"))[:BODY_CHARS]
+            delivery.save(update_fields=["request_body"])
         return delivery
     return WebhookDelivery.objects.create(
         organization=org,

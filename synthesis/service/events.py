@@ -58,7 +58,10 @@ def deliver(delivery_id: int) -> WebhookDelivery | None:
     if endpoint is None or not endpoint.enabled:
         WebhookDelivery.objects.filter(pk=delivery.pk).update(next_attempt_at=None)
         return None
-    return try_delivery(delivery, endpoint.url, endpoint)
+    sent = try_delivery(delivery, endpoint.url, endpoint)
+    if sent.delivered:  # a redelivery that arrived: the next may be asked for at once
+        get_redis().delete(f"tts:redelivery:d{delivery.pk}")
+    return sent
 
 
 def send_test(endpoint: WebhookEndpoint) -> WebhookDelivery:
@@ -81,6 +84,10 @@ def redeliver(delivery: WebhookDelivery, request_id: str = "") -> None:
         raise ApiError(409, gone or "A test event to a typed URL is not sent again: send another.", "not_redeliverable")
     if not delivery.endpoint.enabled:
         raise ApiError(409, "Its endpoint is disabled: enable it first.", "endpoint_disabled")
+    if not delivery.request_body:
+        raise ApiError(
+            409, "This delivery was logged before bodies were kept: its body is unknown.", "not_redeliverable"
+        )
     if len(delivery.attempts) >= MAX_ATTEMPTS:
         raise ApiError(409, f"This delivery was tried {MAX_ATTEMPTS} times: no more.", "too_many_attempts")
     if not get_redis().set(f"tts:redelivery:d{delivery.pk}", 1, nx=True, ex=deliveries.REDELIVERY_SECONDS):

@@ -213,6 +213,8 @@ def settle_job(
             transaction.on_commit(lambda: queue.enqueue_callback(job.id, job.request_id))
         if moved and not job.interactive:  # asynchronous jobs' ends are events for the endpoints
             transaction.on_commit(lambda: queue.enqueue_job_event(job.id, job.request_id))
+    if moved and not job.lease:  # a job that waited for a slot may have taken one since it was read
+        job.lease = Job.objects.filter(pk=job.pk).values_list("lease", flat=True).first() or ""
     if moved and job.lease:
         concurrency.release(job.organization_id, job.lease)
     if moved and from_status == Job.Status.QUEUED:

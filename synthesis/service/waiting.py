@@ -52,8 +52,13 @@ def start_waiting(org_id: int) -> int:
 
 def start_all_waiting() -> int:
     """Beat's sweep: every organization with a waiting job gets its free slots used."""
-    orgs = set(waiting_jobs().values_list("organization_id", flat=True))
-    return sum(start_waiting(org_id) for org_id in orgs)
+    started = 0
+    for org_id in set(waiting_jobs().values_list("organization_id", flat=True)):
+        try:  # one organization's failure never stops the others' (nor beat's rescue after it)
+            started += start_waiting(org_id)
+        except Exception:
+            logger.exception("could not start an organization's waiting jobs", extra={"organization_id": org_id})
+    return started
 
 
 def _enqueue(job: Job, queue_priority: int) -> None:
