@@ -46,10 +46,10 @@ def test_a_single_use_tokens_budget_counts_every_utterance_of_its_connection(liv
             return [await speak(ws, f"u{i}") for i in range(3)]
 
     (audio, first), (_, second), (_, third) = run(scenario())
-    assert first["type"] == "end" and audio
+    assert first["type"] == "end" and audio, first
     for refused in (second, third):
         assert (refused["type"], refused["code"]) == ("error", "token_budget_exceeded"), refused
-        assert "2 characters left" in refused["message"]
+        assert "this client token has 2 left of its budget of 5" in refused["message"]
 
 
 def follow_as(live_stack, query: str = "", headers: dict | None = None, job_id: str = "") -> dict:
