@@ -506,7 +506,7 @@ def test_voxcpm_speaks_in_the_playground_billed_at_its_weight_and_its_voices_are
         page.wait_for_function("window.ttsPlayground.ended || window.ttsPlayground.error", timeout=120_000)
         state = page.evaluate("window.ttsPlayground")
         assert state["error"] is None and state["bytes"] > 0 and state["bytes"] % 2 == 0
-        assert f"for {2 * len(text)} characters" in page.locator("#pg-status").inner_text()
+        assert f"{len(text)} characters typed, {2 * len(text)} billed" in page.locator("#pg-status").inner_text()
         left = f"{remaining - 2 * len(text):,} left this month"
         assert left in page.locator("#pg-count").inner_text()  # what the server billed, once
 
