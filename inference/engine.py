@@ -61,8 +61,10 @@ class Engine(Protocol):
     random_weights: bool
     device: Any
 
-    def read(self, segment: str) -> str:
-        """What the model reads for a segment as sent (numbers spelled out...); raises TextError."""
+    def read(self, segment: str, params: Any = None) -> str:
+        """What the model reads for a segment as sent (numbers spelled out...), for a row of
+        `params` (an engine whose reading depends on the voice or language reads them; None: as
+        for its default voice); raises TextError."""
 
     def row_budget(self, text: str, params: Any) -> int:
         """The most units (tokens, frames) a row of `text` may generate."""

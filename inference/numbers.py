@@ -1,6 +1,7 @@
-"""Numbers, money, percentages, times and dates spelled out in Spanish, French, German and Japanese
-(num2words), for a model that reads those languages (VoxCPM2); English and Chinese go through
-WeTextProcessing's grammars (`inference.text.normalize`), as for every engine.
+"""Numbers, money, percentages, times and dates spelled out in Spanish, French, German, Italian,
+Brazilian Portuguese and Japanese (num2words), for models that read those languages (VoxCPM2 tells
+the language from the text, `reading`; Kokoro from the row's voice or `lang`); English and Chinese go
+through WeTextProcessing's grammars (`inference.text.normalize`), as for every engine.
 
 Which language a Latin-script text is in is told by its commonest words (`latin_language`): a
 sentence of Spanish has "el", "que", "de"...; Japanese is told by its kana (`reading`). Where the
@@ -15,7 +16,7 @@ import re
 
 from num2words import num2words
 
-RULES = "numbers/1"  # this module's rules: with num2words' version, part of a model's version (cache keys)
+RULES = "numbers/2"  # this module's rules: with num2words' version, part of a model's version (cache keys)
 
 
 def version() -> str:
@@ -52,10 +53,24 @@ MONTHS = {
     "es": "enero febrero marzo abril mayo junio julio agosto septiembre octubre noviembre diciembre".split(),
     "fr": "janvier février mars avril mai juin juillet août septembre octobre novembre décembre".split(),
     "de": "Januar Februar März April Mai Juni Juli August September Oktober November Dezember".split(),
+    "it": "gennaio febbraio marzo aprile maggio giugno luglio agosto settembre ottobre novembre dicembre".split(),
+    "pt": "janeiro fevereiro março abril maio junho julho agosto setembro outubro novembro dezembro".split(),
 }
-PERCENT = {"es": "por ciento", "fr": "pour cent", "de": "Prozent", "ja": "パーセント"}
+PERCENT = {
+    "es": "por ciento",
+    "fr": "pour cent",
+    "de": "Prozent",
+    "it": "per cento",
+    "pt": "por cento",
+    "ja": "パーセント",
+}
 # "5,50" is five and a half in these languages; "1.234" is a thousand and more (a period groups).
-_DECIMAL_COMMA = ("es", "fr", "de")
+_DECIMAL_COMMA = ("es", "fr", "de", "it", "pt")
+# The languages spell_out takes; "pt" is Brazilian Portuguese (num2words' pt_BR).
+LANGUAGES = ("es", "fr", "de", "it", "pt", "ja")
+_NUM2WORDS = {"pt": "pt_BR"}
+# The languages `reading` tells from a Latin-script text's words (VoxCPM2's: what it has always read).
+_TOLD_FROM_TEXT = ("es", "fr", "de")
 
 
 def latin_language(text: str) -> str:
@@ -84,7 +99,7 @@ def reading(text: str) -> str:
     lang = latin_language(text)
     if lang == "en":
         return "grammars"
-    return lang if lang in MONTHS else ""
+    return lang if lang in _TOLD_FROM_TEXT else ""
 
 
 def _number(raw: str, lang: str) -> float | int:
@@ -101,6 +116,7 @@ def _number(raw: str, lang: str) -> float | int:
 
 
 def _words(value: float | int, lang: str, to: str = "cardinal", **kw) -> str:
+    lang = _NUM2WORDS.get(lang, lang)
     try:
         return num2words(value, lang=lang, to=to, **kw)
     except (NotImplementedError, OverflowError, TypeError, AttributeError):
@@ -121,7 +137,7 @@ def _safely(spell):
 
 
 _NUM = r"\d+(?:[.,\u202f ]\d{3})*(?:[.,]\d+)?"
-_MONEY_BEFORE = re.compile(rf"([€$£¥])\s?({_NUM})")
+_MONEY_BEFORE = re.compile(rf"(R\$|[€$£¥])\s?({_NUM})")
 _MONEY_AFTER = re.compile(rf"({_NUM})\s?([€$£¥円])")
 _PERCENT = re.compile(rf"({_NUM})\s?%")
 _FRENCH_HOUR = re.compile(r"(?<!\d)([01]?\d|2[0-3])h(?![\w])")  # "14h": the hour alone
@@ -129,21 +145,35 @@ _TIME = re.compile(r"(?<!\d)([01]?\d|2[0-3])[:h]([0-5]\d)(?!\d)")
 _DATE = re.compile(r"\b(0?[1-9]|[12]\d|3[01])[./](0?[1-9]|1[0-2])[./](\d{4})\b")
 _ORDINALS = {  # 1º (es), 1er / 2e (fr), 3. Mai (de: before a month)
     "es": re.compile(r"\b(\d+)[ºª]"),
+    "it": re.compile(r"\b(\d+)[ºª°]"),
+    "pt": re.compile(r"\b(\d+)[ºª°]"),
     "fr": re.compile(r"\b(\d+)(?:er|re|e|ème)\b"),
     "de": re.compile(r"\b(\d+)\.(?=\s+(?:" + "|".join(MONTHS["de"]) + r")\b)"),
 }
 _PLAIN = re.compile(_NUM)
 
 
-_NO_CENTS = re.compile(r",?\s+(?:con|et|und)\s+(?:cero|zéro|null)\s+\S+$")
+_NO_CENTS = re.compile(r",?\s+(?:con|et|und|e)\s+(?:cero|zéro|null|zero)\s+\S+$")
 
 
 def _money(amount: str, symbol: str, lang: str) -> str:
     value = float(_number(amount, lang))
     if lang == "ja":
         return _words(int(value) if value.is_integer() else value, lang) + ("円" if symbol in "¥円" else symbol)
+    if lang == "pt":
+        return _real(value, symbol)
     # A float: num2words reads an int as cents. Whole amounts lose its "and zero cents".
     return _NO_CENTS.sub("", _words(value, lang, to="currency", currency=CURRENCIES[symbol]))
+
+
+def _real(value: float, symbol: str) -> str:
+    """Money in Brazilian Portuguese: reais (R$) by pt_BR's own form, other currencies by
+    Portuguese's, with Brazil's word for cents."""
+    if symbol == "R$":
+        words = num2words(value, lang="pt_BR", to="currency")
+    else:
+        words = num2words(value, lang="pt", to="currency", currency=CURRENCIES[symbol])
+    return _NO_CENTS.sub("", words).replace("cêntimos", "centavos").replace("cêntimo", "centavo")
 
 
 def _date(day: str, month: str, year: str, lang: str) -> str:
@@ -152,6 +182,10 @@ def _date(day: str, month: str, year: str, lang: str) -> str:
         return f"{_words(d, lang)} de {name} de {y}"
     if lang == "fr":
         return f"{'premier' if d == 1 else _words(d, lang)} {name} {y}"
+    if lang == "it":
+        return f"{'primo' if d == 1 else _words(d, lang)} {name} {y}"
+    if lang == "pt":
+        return f"{'primeiro' if d == 1 else _words(d, lang)} de {name} de {y}"
     return f"{_words(d, lang, to='ordinal')} {name} {y}"  # de: "zwölfte Mai" (the ordinal, as read)
 
 
@@ -164,18 +198,25 @@ def _time(hours: str, minutes: str, lang: str) -> str:
         return hours + (f" {_words(m, lang)}" if m else "")
     if lang == "de":
         return f"{_words(h, lang)} Uhr" + (f" {_words(m, lang)}" if m else "")
+    if lang == "it":
+        return ("l'una" if h == 1 else _words(h, lang)) + (f" e {_words(m, lang)}" if m else "")
+    if lang == "pt":
+        hours = {1: "uma", 2: "duas"}.get(h, _words(h, lang))  # hora is feminine
+        return hours + (f" e {_words(m, lang)}" if m else (" hora" if h == 1 else " horas"))
     return f"{_words(h, lang)}時" + (f"{_words(m, lang)}分" if m else "")  # ja
 
 
 def _plain(raw: str, lang: str) -> str:
     words = _words(_number(raw, lang), lang)
+    if lang == "pt" and words.startswith("mil, "):  # pt_BR's "mil, duzentos": no pause after "mil"
+        words = "mil " + words[5:]
     if lang == "es" and "," in raw and " punto " in words:  # "1,5": Spanish says "coma" for its comma
         words = words.replace(" punto ", " coma ")
     return words
 
 
 def spell_out(text: str, lang: str) -> str:
-    """`text` with its numbers in words of `lang` ("es", "fr", "de" or "ja"): money, percentages,
+    """`text` with its numbers in words of `lang` (one of LANGUAGES): money, percentages,
     dates (day/month/year: European order), times, ordinals (1º, 1er, 1.), then the rest."""
     if lang in MONTHS:
         text = _DATE.sub(_safely(lambda m: _date(m[1], m[2], m[3], lang)), text)

@@ -19,7 +19,7 @@ from inference.batch import Audio, BatchRow
 from inference.checkpoints import MANIFEST
 from inference.engine import ModelUnavailable, SynthesisRequest
 from inference.kokoro import g2p, model
-from inference.kokoro.checkpoint import CONFIG, MODULES, WEIGHTS, check_model_dir, make_checkpoint
+from inference.kokoro.checkpoint import CONFIG, MODULES, WEIGHTS, check_model_dir, complete, make_checkpoint
 from inference.kokoro.engine import KokoroEngine
 from inference.kokoro.model import PADDING_ALLOWED, SEED, RowInput, forward
 from inference.kokoro.params import KokoroParams
@@ -44,7 +44,7 @@ def offline():
 @pytest.fixture(scope="session")
 def checkpoint(tmp_path_factory) -> Path:
     ready = os.environ.get("TTS_TEST_KOKORO_CHECKPOINT", "")
-    if ready and (Path(ready) / MANIFEST).exists():
+    if ready and complete(ready):  # with a pack for every voice of the spec
         return Path(ready)
     return make_checkpoint("tiny", tmp_path_factory.mktemp("kokoro") / "tiny")
 
@@ -232,6 +232,41 @@ def test_chinese_with_english_words_speaks_the_english_words(engine):
     assert sql.end - sql.start > 0.1  # it is spoken, with the English G2P's phonemes
     english = "".join(t.phonemes for t in g2p.english("SQL"))
     assert len(english) >= 5 and english in "".join(t.phonemes for t in g2p.phonemize("我用SQL查询。"))
+
+
+def test_spanish_and_japanese_are_spoken_by_their_voices_word_by_word(engine):
+    spanish = KokoroParams.from_request({}, {"builtin": "ef_dora"}, seed=0)
+    japanese = KokoroParams.from_request({}, {"builtin": "jf_alpha"}, seed=0)
+    rows = [
+        BatchRow("es", engine.read("Tengo 3 gatos.", spanish), spanish, 0),
+        BatchRow("ja", engine.read("猫が3匹います。", japanese), japanese, 0),
+    ]
+    assert [r.text for r in rows] == ["Tengo tres gatos.", "猫が三匹います。"]  # spelled in their language
+    result = run(engine, rows)
+    assert [w.text for w in result["es"]["words"]] == ["Tengo", "tres", "gatos"]
+    assert [w.text for w in result["ja"]["words"]] == ["猫", "が", "三", "匹", "います"]
+    for row in rows:
+        out = result[row.key]
+        assert out["frames"] * SAMPLES_PER_FRAME == len(out["audio"]) > 0
+        assert all(a.start < a.end <= b.start + 1e-9 for a, b in zip(out["words"], out["words"][1:], strict=False))
+        # Every input the model read is one of the row's language's phonemes (+ start and end).
+        language = row.params.reading
+        phonemes = pieces(g2p.phonemize(row.text, "en-us", language))[0].phonemes
+        assert len(out["durations"]) == len(phonemes) + 2
+        assert engine.row_budget(row.text, row.params) == (len(phonemes) + 2) * engine.max_dur
+
+
+def test_kana_with_an_english_voice_is_read_as_japanese_and_lang_switches_latin_text(engine):
+    result = run(engine, [BatchRow("kana", engine.read("こんにちは、世界。", HEART), HEART, 0)])["kana"]
+    assert [w.text for w in result["words"]] == ["こんにちは", "世界"]
+    french = KokoroParams.from_request({"lang": "fr-FR"}, {"builtin": "af_heart"}, seed=0)
+    text = engine.read("J'ai 2 chats.", french)
+    assert text == "J'ai deux chats."
+    as_french = run(engine, [BatchRow("fr", text, french, 0)])["fr"]
+    as_english = run(engine, [BatchRow("en", text, HEART, 0)])["en"]
+    assert [w.text for w in as_french["words"]] == ["J'ai", "deux", "chats"]
+    assert len(as_french["durations"]) == len(pieces(g2p.phonemize(text, "en-us", "fr"))[0].phonemes) + 2
+    assert not np.array_equal(as_french["durations"], as_english["durations"])
 
 
 def test_the_same_text_voice_and_speed_give_the_same_audio(engine):

@@ -124,8 +124,9 @@ class ChatTTSEngine(BatchEngine):
         logger.info("model loaded: %s on %s, %d torch threads", version, dev, torch.get_num_threads())
         return cls(chat, dev, version, random_weights, fixed_length, precision)
 
-    def read(self, segment: str) -> str:
-        """What ChatTTS reads: the segment spelled out (it deletes what it cannot say)."""
+    def read(self, segment: str, params: ChatTTSParams | None = None) -> str:
+        """What ChatTTS reads: the segment spelled out (it deletes what it cannot say); the same
+        whatever the row's parameters."""
         return normalize_segment(segment, INLINE_TAGS, SPEC.name)
 
     def row_budget(self, text: str, params: ChatTTSParams) -> int:

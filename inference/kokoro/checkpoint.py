@@ -21,11 +21,12 @@ from __future__ import annotations
 import copy
 import json
 import os
+import sys
 import warnings
 from pathlib import Path
 
-from ..checkpoints import write_random_manifest
-from .g2p import N_TOKEN, VOCAB
+from ..checkpoints import MANIFEST, write_random_manifest
+from .phonemes import N_TOKEN, VOCAB
 from .spec import SPEC
 
 CONFIG = "config.json"
@@ -187,3 +188,13 @@ def check_model_dir(model_dir: str) -> str | None:
     if not isinstance(config, dict) or not isinstance(config.get("vocab"), dict):
         return f"{ENV}={model_dir}: {CONFIG} has no phoneme vocabulary: not a Kokoro config."
     return None
+
+
+def complete(model_dir: str | Path) -> bool:
+    """Whether `model_dir` holds a generated checkpoint with a pack for every voice of the spec."""
+    path = Path(model_dir)
+    return (path / MANIFEST).is_file() and all((path / "voices" / f"{v.id}.pt").is_file() for v in SPEC.voices)
+
+
+if __name__ == "__main__":  # scripts/test: exit 1 when the test checkpoint must be made again
+    sys.exit(0 if complete(sys.argv[1]) else 1)

@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterator, Sequence
 
 import numpy as np
 
+from .. import numbers
 from ..base import BatchEngine, model_version, pick_device, pick_precision
 from ..batch import Audio, BatchRow, Done, Event
 from ..device import set_threads
@@ -48,9 +49,13 @@ PACKS_KEPT = 64  # decoded voice packs and mixes a worker keeps
 
 
 @functools.lru_cache(maxsize=1024)
-def _pieces(text: str, accent: str) -> tuple[Piece, ...]:
+def _pieces(text: str, accent: str, language: str) -> tuple[Piece, ...]:
     """A row's text as the model's inputs (memoised: `row_budget` and the batch read it)."""
-    return tuple(pieces(g2p.phonemize(text, accent)))
+    return tuple(pieces(g2p.phonemize(text, accent, language)))
+
+
+def _row_pieces(text: str, params: KokoroParams) -> tuple[Piece, ...]:
+    return _pieces(text, params.english, params.reading)
 
 
 class KokoroEngine(BatchEngine):
@@ -106,9 +111,10 @@ class KokoroEngine(BatchEngine):
         if dev.type == "cpu":  # after loading: the file's copy of the weights is handed back first
             keep_freed_memory()
         fingerprint = json.dumps(files.sha256, sort_keys=True)
-        # The files, our forward, the G2P (packages and spaCy pipeline) and the spelling-out: each
-        # changes the audio of a text, so each is part of the version (and of cache keys).
-        parts = [fingerprint, CODE_VERSION, g2p.versions(), normalizer_version()]
+        # The files, our forward, the G2P (packages and spaCy pipeline) and the spelling-out (the
+        # grammars, num2words): each changes the audio of a text, so each is part of the version
+        # (and of cache keys).
+        parts = [fingerprint, CODE_VERSION, g2p.versions(), normalizer_version(), numbers.version()]
         version = model_version("kokoro", parts, precision, files.random_weights)
         logger.info(
             "model loaded: %s on %s, %s, %d torch threads, English G2P pipeline %s",
@@ -120,14 +126,15 @@ class KokoroEngine(BatchEngine):
         )
         return cls(model, files.voices, dev, version, files.random_weights, fixed_length, precision)
 
-    def read(self, segment: str) -> str:
-        """What Kokoro reads: the segment spelled out outside phoneme links (`text.read`)."""
-        return read(segment)
+    def read(self, segment: str, params: KokoroParams | None = None) -> str:
+        """What Kokoro reads: the segment spelled out outside phoneme links (`text.read`), in the
+        row's language (`params`; None: English for Latin script, as for an English voice)."""
+        return read(segment, params.reading if params is not None else "")
 
     def row_budget(self, text: str, params: KokoroParams) -> int:
         """The most frames the row can make: every input at the duration head's maximum."""
         per_input = max(1, round(self.max_dur / params.speed))
-        return max(1, sum((len(p.phonemes) + 2) * per_input for p in _pieces(text, params.english)))
+        return max(1, sum((len(p.phonemes) + 2) * per_input for p in _row_pieces(text, params)))
 
     def voice_problem(self, params: KokoroParams) -> str | None:
         if not params.voice:
@@ -191,7 +198,7 @@ class KokoroEngine(BatchEngine):
             if stop(row.key):  # stopped before it ran: no audio
                 yield Done(row.key, 0, np.zeros(0, dtype=np.int64))
                 continue
-            row_pieces = _pieces(row.text, row.params.english)
+            row_pieces = _row_pieces(row.text, row.params)
             live.append((row, row_pieces))
             for piece in row_pieces:
                 ids = [self.model.vocab[c] for c in piece.phonemes]

@@ -12,7 +12,14 @@ says which one runs; it is part of the model version.
 Chinese goes through misaki's v1.0 path (jieba words, pypinyin, misaki's pinyin-to-IPA), word by
 word. misaki's Chinese G2P passes Latin letters through raw (v1.0) or drops them (v1.1), so text
 with Chinese in it is cut into CJK, Latin and punctuation runs here, and Latin runs go to the
-English G2P. Phoneme links `[word](/phonemes/)` give a word's phonemes directly, in both.
+English G2P. Phoneme links `[word](/phonemes/)` give a word's phonemes directly, in every language.
+
+Spanish, French, Hindi, Italian and Brazilian Portuguese go through espeak-ng (`espeak`), Japanese
+through misaki's cutlet reader (`japanese`), as KPipeline does. Which G2P reads a word follows its
+script, then the row's language (`languages`): kana is Japanese, Devanagari Hindi, Han characters
+Mandarin (Japanese in a Japanese row or beside kana), Latin script the row's language where
+espeak-ng reads it, else English. A segment in one script goes whole to its G2P; a mixed one is cut
+into runs of each script.
 
 The output keeps words apart (`Token`: the word as written, its phonemes, whether a space follows)
 so that word timings can be computed from the predicted durations; symbols outside Kokoro v1.0's
@@ -21,53 +28,54 @@ vocabulary are dropped here, so that each phoneme left is exactly one model inpu
 
 from __future__ import annotations
 
+import functools
 import importlib.metadata
 import logging
 import re
 import threading
-from dataclasses import dataclass
+from collections.abc import Callable
 from typing import Any
 
 from ..text import PHONEME_LINK
-
-# Kokoro v1.0's phoneme vocabulary (config.json "vocab"): StyleTTS 2's symbol table (pad "$" 0,
-# punctuation, letters, IPA) with the symbols Kokoro does not use left out and a few slots given to
-# misaki's own symbols (affricates ʣ ʥ ʦ ʨ ꭧ, diphthongs A I O Q W Y, flap T, ᵊ, ᵝ, tones ↓→↗↘).
-_PUNCTUATION = {";": 1, ":": 2, ",": 3, ".": 4, "!": 5, "?": 6, "—": 9, "…": 10, '"': 11, "(": 12, ")": 13}
-_QUOTES_SPACE = {"“": 14, "”": 15, " ": 16}
-_MISAKI = dict(zip(["\u0303", "ʣ", "ʥ", "ʦ", "ʨ", "ᵝ", "\uab67"], range(17, 24), strict=True))
-_CAPITALS = {"A": 24, "I": 25, "O": 31, "Q": 33, "S": 35, "T": 36, "W": 39, "Y": 41, "ᵊ": 42}
-_LETTERS = {c: 43 + i for i, c in enumerate("abcdefghijklmnopqrstuvwxyz") if c != "g"}  # g: ɡ (92)
-_IPA_TABLE = "ɑɐɒæɓʙβɔɕçɗɖðʤəɘɚɛɜɝɞɟʄɡɠɢʛɦɧħɥʜɨɪʝɭɬɫɮʟɱɯɰŋɳɲɴøɵɸθœɶʘɹɺɾɻʀʁɽʂʃʈʧʉʊʋⱱʌɣɤʍχʎʏʑʐʒʔʡʕʢǀǁǂǃˈˌːˑʼʴʰʱʲʷˠˤ˞↓↑→↗↘"
-_IPA_KEPT = frozenset("ɑɐɒæβɔɕçɖðʤəɚɛɜɟɡɥɨɪʝɯɰŋɳɲɴøɸθœɹɾɻʁɽʂʃʈʧʊʋʌɣɤχʎʒʔˈˌːʰʲ↓→↗↘")
-_IPA = {c: 69 + i for i, c in enumerate(_IPA_TABLE) if c in _IPA_KEPT}
-VOCAB: dict[str, int] = {**_PUNCTUATION, **_QUOTES_SPACE, **_MISAKI, **_CAPITALS, **_LETTERS, **_IPA, "ᵻ": 177}
-N_TOKEN = 178
+from . import espeak, japanese
+from .phonemes import Token, known, punctuation
 
 CJK_RUN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
 # Latin words (with inner apostrophes, hyphens, digits and single spaces) inside Chinese text.
 LATIN_RUN = re.compile(r"[A-Za-z0-9\u00c0-\u024f]+(?:['’\-. ]*[A-Za-z0-9\u00c0-\u024f]+)*")
+_KANA = "\u3040-\u30ff\u31f0-\u31ff"
+_HAN = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+KANA = re.compile(f"[{_KANA}]")
+# Japanese: kana, Han characters, the prolonged sound mark and iteration marks, and Japanese
+# punctuation (misaki's cutlet reads it), read as one run.
+JAPANESE_RUN = re.compile(f"[{_KANA}{_HAN}々〆ー、。「」『』！？・]+")
+# Hindi words, with the digits and spaces between them (espeak-ng says Hindi's numbers itself).
+DEVANAGARI_RUN = re.compile(r"[\u0900-\u097f]+(?:[\s0-9.,%]*[\u0900-\u097f]+)*")
+_OTHER_SCRIPTS = re.compile(f"[{_KANA}{_HAN}\u0900-\u097f]")
+# Whether a text has a script's letters (a Latin run may be digits alone).
+_SCRIPT = {
+    CJK_RUN: CJK_RUN,
+    JAPANESE_RUN: re.compile(f"[{_KANA}{_HAN}]"),
+    DEVANAGARI_RUN: re.compile(r"[\u0900-\u097f]"),
+    LATIN_RUN: re.compile(r"[A-Za-z\u00c0-\u024f]"),
+}
 ENGLISH = ("en-us", "en-gb")
+PACKAGES = (
+    "misaki",
+    "espeakng-loader",
+    "phonemizer-fork",
+    "jieba",
+    "pypinyin",
+    "fugashi",
+    "unidic-lite",
+    "jaconv",
+    "mojimoji",
+)
 
 # The blank pipeline has no tagger: these are the Penn Treebank tags spaCy's tagger gives
 # punctuation, which misaki reads to keep it (a pause) instead of gluing it to a word.
 _PUNCT_TAGS = {",": ",", ".": ".", "!": ".", "?": ".", ":": ":", ";": ":", "…": ":", "...": ":", "—": ":"}
 _PUNCT_TAGS |= {"--": ":", "(": "-LRB-", ")": "-RRB-", "“": "``", "”": "''", "$": "$", "£": "$", "€": "$", "#": "#"}
-
-
-@dataclass(frozen=True)
-class Token:
-    """A word (or punctuation) as written, the phonemes Kokoro reads for it, and whether a space
-    follows it."""
-
-    text: str
-    phonemes: str
-    whitespace: bool
-
-
-def known(phonemes: str) -> str:
-    """`phonemes` without the symbols Kokoro v1.0 has no input for."""
-    return "".join(c for c in phonemes if c in VOCAB)
 
 
 def english_pipeline() -> str:
@@ -79,9 +87,9 @@ def english_pipeline() -> str:
 
 def versions() -> str:
     """What the phonemes depend on (part of the model version): misaki, its English pipeline, the
-    espeak-ng library, jieba and pypinyin."""
+    espeak-ng library and its wrapper, jieba and pypinyin, MeCab and its dictionary (Japanese)."""
     parts = []
-    for package in ("misaki", "espeakng-loader", "jieba", "pypinyin"):
+    for package in PACKAGES:
         try:
             parts.append(f"{package}-{importlib.metadata.version(package)}")
         except importlib.metadata.PackageNotFoundError:
@@ -180,41 +188,50 @@ def _chinese_words(run: str) -> list[Token]:
     return [Token(w, known(ZHG2P.word2ipa(w).replace(chr(815), "")), True) for w in words]
 
 
-def _punctuation(text: str) -> list[Token]:
-    """What lies between words: punctuation Kokoro reads (a pause), spaces as whitespace flags."""
-    tokens: list[Token] = []
-    for ch in text:
-        if ch.isspace():
-            if tokens:
-                tokens[-1] = Token(tokens[-1].text, tokens[-1].phonemes, True)
-            continue
-        if ch in VOCAB:
-            tokens.append(Token(ch, ch, False))
-    return tokens
+def _runs(accent: str, language: str, text: str) -> list[tuple[re.Pattern, Callable[[str], list[Token]]]]:
+    """Which G2P reads which script in a row of `language`: kana (and, in a Japanese row or text
+    with kana, Han characters) Japanese; Han characters Mandarin; Devanagari Hindi; Latin script
+    the row's language where espeak-ng reads it (es, fr, it, pt-br), else English in `accent`."""
+    east: tuple[re.Pattern, Callable[[str], list[Token]]] = (CJK_RUN, _chinese_words)
+    if KANA.search(text) or (language == "ja" and CJK_RUN.search(text)):
+        east = (JAPANESE_RUN, japanese.phonemize)
+    if language in espeak.LATIN:
+        latin: Callable[[str], list[Token]] = functools.partial(espeak.phonemize, language=language)
+    else:
+        latin = functools.partial(english, accent=accent)
+    return [east, (DEVANAGARI_RUN, functools.partial(espeak.phonemize, language="hi")), (LATIN_RUN, latin)]
 
 
-def _mixed(text: str, accent: str) -> list[Token]:
-    """Text with Chinese in it: CJK runs to the Chinese G2P, Latin runs to the English one."""
-    from misaki.zh import ZHG2P  # noqa: PLC0415  (worker processes only)
+def _part(text: str, accent: str, language: str) -> list[Token]:
+    """Text between phoneme links: written in one script, read whole by its G2P (its punctuation
+    in context); else cut into runs of each script, each read by its own."""
+    runs = _runs(accent, language, text)
+    present = [(pattern, read) for pattern, read in runs if _SCRIPT[pattern].search(text)]
+    if len(present) == 1 and present[0][0] is not CJK_RUN:
+        return present[0][1](text)
+    if runs[0][0] is CJK_RUN and CJK_RUN.search(text):
+        from misaki.zh import ZHG2P  # noqa: PLC0415  (worker processes only)
 
-    text = ZHG2P.map_punctuation(text)  # "，" -> ", " ...: the punctuation Kokoro reads
+        text = ZHG2P.map_punctuation(text)  # "，" -> ", " ...: the punctuation Kokoro reads
+    return _mixed(text, [(pattern, read) for pattern, read in runs if pattern.search(text)])
+
+
+def _mixed(text: str, runs: list[tuple[re.Pattern, Callable[[str], list[Token]]]]) -> list[Token]:
+    """Text in several scripts: each run to its G2P, punctuation between them kept."""
     tokens: list[Token] = []
     pos = 0
-    runs = sorted(
-        [(m, "zh") for m in CJK_RUN.finditer(text)] + [(m, "en") for m in LATIN_RUN.finditer(text)],
-        key=lambda r: r[0].start(),
-    )
-    for m, kind in runs:
+    found = sorted(((m, read) for pattern, read in runs for m in pattern.finditer(text)), key=lambda r: r[0].start())
+    for m, read in found:
         if m.start() < pos:
             continue
-        tokens += _punctuation(text[pos : m.start()])
-        words = _chinese_words(m.group()) if kind == "zh" else english(m.group(), accent)
+        tokens += punctuation(text[pos : m.start()])
+        words = read(m.group())
         if words:
             # A run's last word is followed by what the text has after it (set by what comes next).
             words[-1] = Token(words[-1].text, words[-1].phonemes, text[m.end() : m.end() + 1].isspace())
         tokens += words
         pos = m.end()
-    tokens += _punctuation(text[pos:])
+    tokens += punctuation(text[pos:])
     return _space_between_words(tokens)
 
 
@@ -231,23 +248,29 @@ def _space_between_words(tokens: list[Token]) -> list[Token]:
     return out
 
 
-def phonemize(text: str, accent: str = "en-us") -> list[Token]:
-    """`text` (one spelled-out segment) as Kokoro's tokens. `accent`: how English is read."""
-    if not CJK_RUN.search(text):
+def phonemize(text: str, accent: str = "en-us", language: str = "") -> list[Token]:
+    """`text` (one spelled-out segment) as Kokoro's tokens. `accent`: how English is read;
+    `language`: the row's (languages.LANGUAGES; "" is English in `accent`)."""
+    language = language or accent
+    if language not in espeak.LATIN and not _OTHER_SCRIPTS.search(text):
         return english(text, accent)  # misaki reads phoneme links itself, with their context
     tokens: list[Token] = []
     pos = 0
     for m in PHONEME_LINK.finditer(text):
-        tokens += _mixed(text[pos : m.start()], accent)
+        tokens += _part(text[pos : m.start()], accent, language)
         if tokens and text[pos : m.start()][-1:].isspace():
             tokens[-1] = Token(tokens[-1].text, tokens[-1].phonemes, True)
         tokens.append(Token(m.group(1), known(m.group(2)), text[m.end() : m.end() + 1].isspace()))
         pos = m.end()
-    tokens += _mixed(text[pos:], accent)
+    tokens += _part(text[pos:], accent, language)
     return _space_between_words(tokens)
 
 
 def warm_up() -> None:
-    """Load the dictionaries (English, espeak-ng, jieba, pypinyin) before the first request."""
+    """Load the dictionaries (English, espeak-ng, jieba, pypinyin; MeCab's when Japanese is
+    installed) before the first request."""
     phonemize("Hello.", "en-us")
     phonemize("你好。", "en-us")
+    phonemize("Hola.", "en-us", "es")
+    if not japanese.missing():
+        phonemize("こんにちは。", "en-us", "ja")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ..spec import BuiltinVoice, EngineSpec, Features, License
 from ..text import Segmenting
+from .languages import BY_PREFIX, NAMES
 from .params import KokoroParams
 
 FRAMES_PER_SECOND = 40.0  # one predicted duration unit is 600 samples at 24 kHz
@@ -11,23 +12,35 @@ FIRST_PIECE_SECONDS = 0.8  # of estimated speech: docs/benchmarks.md measures th
 
 
 def _voices() -> tuple[BuiltinVoice, ...]:
-    """Kokoro v1.0's English and Mandarin voices (its Japanese, Spanish, French, Hindi, Italian and
-    Portuguese voices need G2P this service does not run)."""
-    accents = {"a": ("en-us", "American English"), "b": ("en-gb", "British English"), "z": ("zh", "Mandarin")}
+    """Kokoro v1.0's 54 voices (hexgrad/Kokoro-82M's VOICES.md): an id's first letter is its
+    language (`languages.BY_PREFIX`), its second its gender. Spanish, French, Hindi, Italian and
+    Portuguese are read through espeak-ng, Japanese through MeCab (unidic-lite): see `g2p`."""
     names = {
         "af": "heart alloy aoede bella jessica kore nicole nova river sarah sky",
         "am": "adam echo eric fenrir liam michael onyx puck santa",
         "bf": "alice emma isabella lily",
         "bm": "daniel fable george lewis",
+        "ef": "dora",
+        "em": "alex santa",
+        "ff": "siwis",
+        "hf": "alpha beta",
+        "hm": "omega psi",
+        "if": "sara",
+        "im": "nicola",
+        "jf": "alpha gongitsune nezumi tebukuro",
+        "jm": "kumo",
+        "pf": "dora",
+        "pm": "alex santa",
         "zf": "xiaobei xiaoni xiaoxiao xiaoyi",
         "zm": "yunjian yunxi yunxia yunyang",
     }
     voices = []
     for prefix, words in names.items():
-        language, accent = accents[prefix[0]]
+        language = BY_PREFIX[prefix[0]]
         gender = "female" if prefix[1] == "f" else "male"
         for word in words.split():
-            voices.append(BuiltinVoice(f"{prefix}_{word}", f"{accent}, {gender} ({word.capitalize()}).", language))
+            description = f"{NAMES[language]}, {gender} ({word.capitalize()})."
+            voices.append(BuiltinVoice(f"{prefix}_{word}", description, language))
     return tuple(voices)
 
 
@@ -37,9 +50,13 @@ SPEC = EngineSpec(
     name="kokoro",
     title="Kokoro-82M",
     version="v1.0",
-    description="hexgrad's 82M-parameter model: fast, English (American and British) and Mandarin voices, word "
-    "timings, voice mixes. Apache-2.0: may be sold.",
-    languages=("en", "zh"),
+    description="hexgrad's 82M-parameter model: fast, voices in English (American and British), Mandarin, "
+    "Spanish, French, Hindi, Italian, Japanese and Brazilian Portuguese, word timings, voice mixes. "
+    "Apache-2.0: may be sold.",
+    # Text in another language than its voice's: kana, Devanagari and Han characters go to the G2P
+    # of their script (Japanese, Hindi, Mandarin) whatever the voice, in the voice's timbre; Latin
+    # script is read in the row's language (the voice's, or the request's `lang`).
+    languages=("en", "zh", "es", "fr", "hi", "it", "ja", "pt"),
     voices=VOICES,
     # OpenAI's names, each a fixed Kokoro voice of a like character.
     openai_voices={

@@ -1,8 +1,11 @@
 """Kokoro's text side, without torch: what it reads for a segment, its phonemes cut into pieces that
 fit its context, and word timings from the durations it predicts.
 
-`read` spells out numbers, money and dates with the normaliser every engine shares
-(`inference.text.normalize`) outside phoneme links, which stay as written. A row's tokens
+`read` spells out numbers, money and dates outside phoneme links, which stay as written, in the
+language the G2P will read them in (`g2p`'s routing: script, then the row's language): English and
+Chinese with the normaliser every engine shares (`inference.text.normalize`); Spanish, French,
+Italian, Brazilian Portuguese and Japanese with `inference.numbers` (num2words); Hindi's digits are
+left to espeak-ng, which says them in Hindi. A row's tokens
 (`g2p.phonemize`) become one or more `Piece`s of at most MAX_PHONEMES phonemes, cut where
 KPipeline cuts (after a sentence end, else a clause, else between words); each piece is one input
 of the model. `words` turns a piece's predicted durations (one per input: start, phonemes, end)
@@ -16,9 +19,11 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from .. import numbers
 from ..batch import Word
 from ..text import PHONEME_LINK, TextError, has_words, normalize, refuse_unknown_tags
-from .g2p import Token
+from . import japanese
+from .phonemes import Token
 
 MODEL = "kokoro"
 MAX_PHONEMES = 510  # Kokoro's context: 512 positions, less the start and end inputs
@@ -31,17 +36,25 @@ EARLY_FRAMES = 3
 CUT_AFTER = ("!.?…", ":;", ",—")
 
 
+KANA = re.compile(r"[\u3040-\u30ff\u31f0-\u31ff]")
+HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+DEVANAGARI = re.compile(r"[\u0900-\u097f]")
+# The row's language as inference.numbers spells its Latin-script text ("pt" is Brazilian there).
+_SPELLED = {"es": "es", "fr": "fr", "it": "it", "pt-br": "pt"}
+
+
 @functools.lru_cache(maxsize=4096)
-def read(segment: str) -> str:
-    """What Kokoro reads for a segment: numbers, money and dates spelled out (as for every
-    engine) outside phoneme links `[word](/phonemes/)`, which are kept as they are. Raises
-    TextError for inline tags (Kokoro has none) or when nothing is left to say."""
+def read(segment: str, language: str = "") -> str:
+    """What Kokoro reads for a segment in a row of `language` (languages.LANGUAGES; "": English
+    for Latin script): numbers, money and dates spelled out outside phoneme links
+    `[word](/phonemes/)`, which are kept as they are. Raises TextError for inline tags (Kokoro has
+    none), for Japanese where its G2P is not installed, or when nothing is left to say."""
     refuse_unknown_tags(segment, frozenset(), MODEL)
     parts, pos = [], 0
     for m in PHONEME_LINK.finditer(segment):
-        parts += [_spelled(segment[pos : m.start()]), m.group(0)]
+        parts += [_spelled(segment[pos : m.start()], language), m.group(0)]
         pos = m.end()
-    parts.append(_spelled(segment[pos:]))
+    parts.append(_spelled(segment[pos:], language))
     text = re.sub(r"[ \t]+", " ", "".join(parts)).strip()
     refuse_unknown_tags(text, frozenset(), MODEL)  # whatever normalising made of the text
     if not has_words(text):
@@ -49,12 +62,32 @@ def read(segment: str) -> str:
     return text
 
 
-def _spelled(part: str) -> str:
+def numbers_language(text: str, language: str) -> str:
+    """Who spells out `text`'s numbers: "grammars" (English, Chinese), a language of
+    `inference.numbers` ("es", "fr", "it", "pt", "ja"), or "" (Hindi: espeak-ng reads digits)."""
+    if KANA.search(text) or (language == "ja" and HAN.search(text)):
+        return "ja"
+    if DEVANAGARI.search(text):
+        return ""
+    if HAN.search(text):
+        return "grammars"
+    return _SPELLED.get(language, "grammars")
+
+
+def _spelled(part: str, language: str) -> str:
     if not any(ch.isalnum() for ch in part):
         return part  # punctuation between links: nothing to spell out
+    who = numbers_language(part, language)
+    if who == "ja" and japanese.missing():
+        raise TextError(
+            "Kokoro reads Japanese with MeCab and the unidic-lite dictionary, which this worker lacks "
+            f"(install {', '.join(japanese.missing())}: requirements/kokoro.txt)."
+        )
     lead = part[: len(part) - len(part.lstrip())]
     trail = part[len(part.rstrip()) :]
-    return lead + normalize(part.strip()) + trail
+    if who == "grammars":
+        return lead + normalize(part.strip()) + trail
+    return lead + (numbers.spell_out(part.strip(), who) if who else part.strip()) + trail
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,7 @@ import torch
 from ..checkpoints import mismatched, read_manifest, sha256_file
 from ..engine import ModelUnavailable
 from .checkpoint import CONFIG, ENV, MODULES, WEIGHTS, check_model_dir
-from .g2p import VOCAB
+from .phonemes import VOCAB
 from .spec import SPEC
 
 logger = logging.getLogger(__name__)

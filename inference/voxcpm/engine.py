@@ -169,11 +169,12 @@ class VoxCPMEngine(BatchEngine):
                 f"download them elsewhere and set {ENV} to that directory."
             ) from e
 
-    def read(self, segment: str) -> str:
-        """What VoxCPM2 reads: the segment with its numbers, money, percentages, times and dates
-        spelled out in Spanish, French, German or Japanese where it is in one of them
-        (`inference.numbers`), with the English and Chinese grammars every engine uses where it is
-        English or Chinese, and as written in its other languages (the model reads digits itself)."""
+    def read(self, segment: str, params: VoxCPMParams | None = None) -> str:
+        """What VoxCPM2 reads (whatever the row's parameters): the segment with its numbers, money,
+        percentages, times and dates spelled out in Spanish, French, German or Japanese where it is
+        in one of them (`inference.numbers`, told from the text), with the English and Chinese
+        grammars every engine uses where it is English or Chinese, and as written in its other
+        languages (the model reads digits itself)."""
         who = numbers.reading(segment)
         if who == "grammars":
             return normalize_segment(segment, frozenset(), SPEC.name)

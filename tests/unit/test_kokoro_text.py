@@ -27,7 +27,8 @@ from pypinyin.constants import PINYIN_DICT
 
 from inference.chattts.spec import INLINE_TAGS
 from inference.kokoro import g2p
-from inference.kokoro.g2p import N_TOKEN, VOCAB, Token, phonemize
+from inference.kokoro.g2p import Token, phonemize
+from inference.kokoro.phonemes import N_TOKEN, VOCAB
 from inference.kokoro.text import MAX_PHONEMES, assemble, pieces, read, words
 from inference.text import TextError, normalize_segment
 
