@@ -8,12 +8,24 @@ engine lacks is refused from its spec, naming the engine.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 
-from .text import PreparedText, Segmenting, prepare
+from .ssml_text import prepare_ssml
+from .text import MEMOISED_CHARS, PreparedText, Segmenting, prepare
 
 SAMPLE_RATE = 24000  # OpenAI's rate: what a plain `pcm` is on every engine, and the default engines' rate
+
+
+def prepare_ssml_memoised(text: str, *args) -> PreparedText:
+    """`prepare_ssml`, memoised up to MEMOISED_CHARS (as plain text's `prepare` is)."""
+    return _prepare_ssml(text, *args) if len(text) <= MEMOISED_CHARS else prepare_ssml(text, *args)
+
+
+@functools.lru_cache(maxsize=1024)
+def _prepare_ssml(text: str, *args) -> PreparedText:
+    return prepare_ssml(text, *args)
 
 
 @dataclass(frozen=True)
@@ -108,11 +120,16 @@ class EngineSpec:
         """The same text and voice always give the same audio: every request is cacheable."""
         return not self.features.seeds
 
-    def prepare(self, text: str, live: bool = True) -> PreparedText:
+    def prepare(self, text: str, live: bool = True, ssml: bool = False) -> PreparedText:
         """`text` validated for this model (its inline tags, its languages) and split into
         segments as the model wants them (`live`: someone listens as it is made, so the first
-        sentence may be cut short; an asynchronous job's is not); TextError says what is wrong."""
+        sentence may be cut short; an asynchronous job's is not); TextError says what is wrong.
+        `ssml`: the text is SSML (`inference.ssml`), its segments styled; SsmlError says where."""
         cutting = self.segmenting if live else replace(self.segmenting, first_piece_seconds=0.0)
+        if ssml:
+            return prepare_ssml_memoised(
+                text, self.name, self.inline_tags, self.languages, self.features.phoneme_lexicons, cutting
+            )
         return prepare(text, self.inline_tags, self.languages, self.name, cutting)
 
     def voice(self, name: str) -> BuiltinVoice | None:

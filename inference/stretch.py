@@ -1,7 +1,9 @@
 """A time-stretch that keeps the pitch, for engines with no speed control of their own (OpenAI's
 `speed`, 0.25-4.0): FFmpeg's `atempo` filter through PyAV, fed chunk by chunk as a row streams (its
 state carries across chunks, so the joins do not click), flushed at the row's end. `atempo` takes a
-factor of 0.5 to 2 per instance for the best quality: beyond that the factor is a chain of them."""
+factor of 0.5 to 2 per instance for the best quality: beyond that the factor is a chain of them.
+`PitchShift` (SSML's prosody pitch, on every engine) keeps the duration: the audio read at a rate
+raised by the factor (higher and shorter), resampled back, and stretched to its length again."""
 
 from __future__ import annotations
 
@@ -25,16 +27,16 @@ def factors(speed: float) -> list[float]:
     return out + [speed]
 
 
-class TimeStretch:
-    """Audio at `rate` Hz played `speed` times as fast, same pitch: `feed` returns what is ready
-    (maybe nothing: the filter works in windows of ~20 ms), `finish` the rest."""
+class _Filters:
+    """Mono float32 audio at `rate` Hz through a chain of FFmpeg filters: `feed` returns what is
+    ready (maybe nothing: the filters work in windows of ~20 ms), `finish` the rest."""
 
-    def __init__(self, rate: int, speed: float):
+    def __init__(self, rate: int, filters: list[tuple[str, str]]):
         self.rate = rate
         self._pts = 0
         self._graph = av.filter.Graph()
         chain = [self._graph.add_abuffer(format="flt", sample_rate=rate, layout="mono", time_base=Fraction(1, rate))]
-        chain += [self._graph.add("atempo", f"{f:.6f}") for f in factors(speed)]
+        chain += [self._graph.add(name, args) for name, args in filters]
         chain.append(self._graph.add("abuffersink"))
         for a, b in zip(chain, chain[1:], strict=False):
             a.link_to(b)
@@ -64,3 +66,21 @@ class TimeStretch:
     def finish(self) -> np.ndarray:
         self._graph.push(None)
         return self._pull()
+
+
+class TimeStretch(_Filters):
+    """Audio at `rate` Hz played `speed` times as fast, same pitch."""
+
+    def __init__(self, rate: int, speed: float):
+        super().__init__(rate, [("atempo", f"{f:.6f}") for f in factors(speed)])
+
+
+class PitchShift(_Filters):
+    """Audio at `rate` Hz `semitones` higher (lower when negative), same duration."""
+
+    def __init__(self, rate: int, semitones: float):
+        if abs(semitones) > 12:
+            raise ValueError(f"a pitch shift is at most 12 semitones, not {semitones}")
+        factor = 2 ** (semitones / 12)
+        chain = [("asetrate", str(round(rate * factor))), ("aresample", str(rate))]
+        super().__init__(rate, chain + [("atempo", f"{f:.6f}") for f in factors(1 / factor)])

@@ -223,6 +223,12 @@ class PreparedText:
     text: str  # as given, spaces tidied: what the cache key and identical-request sharing use
     segments: tuple[str, ...]  # as given; the worker's engine reads each (`Engine.read`)
     continued: frozenset[int] = frozenset()  # segments that continue the sentence of the one before
+    # SSML (`inference.ssml_text`): how each segment is said (pauses, voice, rate, marks...), the
+    # segments as written (captions), the characters spoken (billed), the marks' names.
+    styles: tuple = ()
+    shown: tuple[str, ...] = ()
+    spoken_chars: int | None = None
+    mark_names: tuple[str, ...] = ()
 
     def sentences(self, texts: tuple[str, ...] | list[str] | None = None) -> list[str]:
         """`texts` (one per segment; default the segments) put back together per sentence: what

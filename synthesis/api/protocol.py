@@ -142,6 +142,12 @@ def _begin(message: dict, utterance: str, organization=None) -> Begin:
     body = {k: v for k, v in message.items() if k not in ("type", "id", *_REST_NAMES)}
     if "input" in body:  # the text comes in `text` messages
         raise ProtocolError("unknown_parameter", "Unknown parameter: 'input'.", utterance)
+    if message.get("input_format") == "ssml":
+        raise ProtocolError(
+            "invalid_value",
+            "input_format: streamed text is plain text; send SSML whole in a synthesize message.",
+            utterance,
+        )
     body["input"] = "-"  # the options are checked now; the text is checked piece by piece
     speech = _validated(body, message, utterance, organization)
     del speech["input"]
@@ -184,7 +190,9 @@ def start(utterance: str, fmt: str, **fields) -> dict:
 
 
 def end(utterance: str, **fields) -> dict:
-    return {"type": "end", "id": utterance, **fields}
+    """An utterance's end; with its `segments` (captions), SSML's marks also as one list in order."""
+    marks = [m for segment in fields.get("segments") or () for m in segment.get("marks", ())]
+    return {"type": "end", "id": utterance, **fields, **({"marks": marks} if marks else {})}
 
 
 def error(code: str, message: str, utterance: str | None = None) -> dict:

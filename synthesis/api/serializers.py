@@ -46,6 +46,14 @@ class SpeechRequestSerializer(serializers.Serializer):
         help_text="Text in the model's languages (ChatTTS and Kokoro: English, Chinese or both; VoxCPM2: 30); "
         "inline tags like [laugh] on ChatTTS."
     )
+    input_format = serializers.ChoiceField(
+        choices=["text", "ssml"],
+        required=False,
+        help_text="text or ssml. Unsent: SSML when the input starts with <speak, else text. SSML takes speak, p, s, "
+        "break, say-as, sub, phoneme, prosody, emphasis, lang, voice and mark (GET /v1/models/{model} says what each "
+        "does on that model); an error in it is a 400 invalid_ssml naming its line and column. Billed: the characters "
+        "spoken, not the markup.",
+    )
     voice = VoiceField(required=False, default="alloy")
     response_format = FormatField(
         required=False,
@@ -191,7 +199,9 @@ class JobInputField(InputField):
 
 @extend_schema_serializer(component_name="Job")  # a request body: documented as JobRequest
 class JobRequestSerializer(SpeechRequestSerializer):
-    input = JobInputField(help_text="Text; inline tags like [laugh]. Up to the plan's characters per job.")
+    input = JobInputField(
+        help_text="Text (inline tags like [laugh]) or SSML (input_format). Up to the plan's characters per job."
+    )
     callback_url = serializers.URLField(required=False, default="", allow_blank=True, max_length=2000)
 
     def validate_callback_url(self, value: str) -> str:

@@ -56,10 +56,14 @@ return evicted
 """
 
 
-def segments_text(segments) -> str:
-    """The text a cache key hashes: the job's segments as given (split, spaces tidied), one per line.
-    The worker's spelling-out of them is part of the model version, which the key also holds."""
-    return "\n".join(segments)
+def segments_text(segments, styles=()) -> str:
+    """The text a cache key hashes: the job's segments as given (split, spaces tidied), one per line,
+    and (SSML) how each is said: its pauses, marks, voice, rate... Two SSML spellings of the same
+    speech share audio. The worker's spelling-out is part of the model version, which the key holds."""
+    text = "\n".join(segments)
+    if any(styles):
+        text += "\n\x1e" + json.dumps(list(styles), sort_keys=True, ensure_ascii=False)
+    return text
 
 
 def cache_key(org_id: int, model_version: str, normalized_text: str, params: Any) -> str:

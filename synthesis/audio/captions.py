@@ -30,16 +30,35 @@ class Word:
 
 
 @dataclass(frozen=True)
+class Mark:
+    """An SSML `<mark name>`: when it falls in the audio (approximate: inside a segment of an engine
+    without word timings, placed by the characters before it)."""
+
+    name: str
+    time: float  # seconds
+    approximate: bool = False
+
+    def as_dict(self) -> dict:
+        body: dict = {"name": self.name, "time": self.time}
+        if self.approximate:
+            body["approximate"] = True
+        return body
+
+
+@dataclass(frozen=True)
 class Caption:
     text: str
     start: float  # seconds
     end: float
     words: tuple[Word, ...] | None = None  # None: the engine gives no word timings
+    marks: tuple[Mark, ...] = ()  # SSML's marks in it
 
     def as_dict(self) -> dict:
         body: dict = {"text": self.text, "start": self.start, "end": self.end}
         if self.words is not None:
             body["words"] = [w.as_dict() for w in self.words]
+        if self.marks:
+            body["marks"] = [m.as_dict() for m in self.marks]
         return body
 
     @classmethod
@@ -50,6 +69,10 @@ class Caption:
             float(value["start"]),
             float(value["end"]),
             None if words is None else tuple(Word(str(w["text"]), float(w["start"]), float(w["end"])) for w in words),
+            tuple(
+                Mark(str(m["name"]), float(m["time"]), bool(m.get("approximate", False)))
+                for m in value.get("marks", ())
+            ),
         )
 
     def shifted(self, seconds: float) -> Caption:
@@ -59,16 +82,18 @@ class Caption:
             if self.words is None
             else tuple(Word(w.text, round(w.start + seconds, 3), round(w.end + seconds, 3)) for w in self.words)
         )
-        return Caption(self.text, round(self.start + seconds, 3), round(self.end + seconds, 3), words)
+        marks = tuple(Mark(m.name, round(m.time + seconds, 3), m.approximate) for m in self.marks)
+        return Caption(self.text, round(self.start + seconds, 3), round(self.end + seconds, 3), words, marks)
 
     def joined(self, rest: Caption) -> Caption:
         """This caption and the rest of its sentence (the next segment's) as one caption."""
         words = None if self.words is None or rest.words is None else self.words + rest.words
-        return Caption(f"{self.text}{joiner(self.text, rest.text)}{rest.text}", self.start, rest.end, words)
+        text = f"{self.text}{joiner(self.text, rest.text)}{rest.text}"
+        return Caption(text, self.start, rest.end, words, self.marks + rest.marks)
 
     def shown_as(self, text: str) -> Caption:
         """The same timings under another text (a request's own, where lexicons changed what was spoken)."""
-        return Caption(text, self.start, self.end, self.words)
+        return Caption(text, self.start, self.end, self.words, self.marks)
 
 
 def _clock(seconds: float, separator: str) -> str:

@@ -17,8 +17,8 @@ PENDING = "pending"  # the leader is submitting its job
 PENDING_SECONDS = 30  # a leader that has not submitted by then (crashed) is replaced
 
 
-def identity(org_id: int, model: str, segments, params: dict) -> str:
-    text = segments_text(segments)
+def identity(org_id: int, model: str, segments, params: dict, styles=()) -> str:
+    text = segments_text(segments, styles)
     blob = json.dumps({"model": model, "text": text, "params": params}, sort_keys=True)
     return f"tts:inflight:{org_id}:{hashlib.sha256(blob.encode()).hexdigest()}"
 

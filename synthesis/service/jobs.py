@@ -109,6 +109,7 @@ def submit_job(
                 segments=list(speech.text.segments),
                 caption_texts=list(speech.caption_texts),
                 continued=sorted(speech.text.continued),
+                styles=list(speech.styles),
                 params=asdict(speech.params),
                 cacheable=speech.cacheable,
                 zero_retention=speech.zero_retention,
@@ -152,7 +153,7 @@ def submit_job(
 
 
 # What a zero-retention job keeps of its texts once it ends: nothing (the worker has them until then).
-FORGOTTEN = {"input": "", "segments": [], "caption_texts": [], "captions": []}
+FORGOTTEN = {"input": "", "segments": [], "caption_texts": [], "captions": [], "styles": []}
 
 
 def settle_job(
@@ -220,7 +221,9 @@ def settle_job(
     if moved and from_status == Job.Status.QUEUED:
         capacity.note_not_waiting(job.model, job.id)
     if moved and job.cacheable:
-        inflight.finished(inflight.identity(job.organization_id, job.model, job.segments, job.params), job.id)
+        inflight.finished(
+            inflight.identity(job.organization_id, job.model, job.segments, job.params, job.styles), job.id
+        )
     return bool(moved)
 
 

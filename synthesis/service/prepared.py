@@ -15,10 +15,13 @@ from accounts.models import Organization
 from billing import offer as engines
 from billing.limits import Limits
 from inference.spec import SAMPLE_RATE, EngineSpec
+from inference.ssml import SsmlError, is_ssml
+from inference.ssml_text import finish
 from inference.text import MAX_SEGMENT_SECONDS, PreparedText, TextError, estimate_seconds
 from synthesis.audio import cache
 from synthesis.audio.captions import Caption
 from synthesis.audio.formats import output_format
+from synthesis.service.styled import ssml_error, styled
 from tts_saas.errors import ApiError
 from voices.catalog import resolve_voice
 from voices.lexicons import matcher_for
@@ -39,10 +42,12 @@ class PreparedSpeech:
     caption_texts: tuple[str, ...] = ()
     free: bool = False  # a voice's preview: generated and cached like any request, billed nothing
     zero_retention: bool = False  # nothing of its text or audio is kept once it is answered
+    # SSML: how each segment is said (`styled`: pauses, marks, another voice's parameters...); else empty.
+    styles: tuple[dict, ...] = ()
 
     @property
     def cache_text(self) -> str:
-        return cache.segments_text(self.text.segments)
+        return cache.segments_text(self.text.segments, self.styles)
 
     @property
     def shown_texts(self) -> tuple[str, ...]:
@@ -80,6 +85,7 @@ def enforce_plan_limits(limits: Limits, data: dict, job: bool = False) -> None:
     spec = engines.spec_for(data["model"])
     engines.check_allowed(limits, spec)
     most, what = (limits.max_job_chars, "job") if job else (limits.max_input_chars, "request")
+    # The whole input counts here, SSML's markup included; billing counts the characters spoken.
     if len(data["input"]) > most:
         hint = " Longer texts go to POST /v1/jobs." if not job and limits.max_job_chars > most else ""
         raise ApiError(
@@ -99,8 +105,11 @@ def prepare_speech(
     each segment and fix every generation parameter (database and CPU work: call in a thread)."""
     spec = engines.spec_for(data["model"])
     zero = zero_retention(organization, bool(data.get("zero_retention")))
+    ssml = is_ssml(data["input"], data.get("input_format"))
     try:
-        text = spec.prepare(data["input"], live)
+        text = spec.prepare(data["input"], live, ssml=ssml)
+    except SsmlError as exc:
+        raise ssml_error(exc) from exc
     except TextError as exc:
         raise ApiError(400, str(exc), "invalid_input", "input") from exc
     matcher = matcher_for(
@@ -109,7 +118,9 @@ def prepare_speech(
         phonemes=spec.features.phoneme_lexicons,
         defaults=data.get("default_lexicons", True),
     )
-    spoken = tuple(matcher.apply(segment) for segment in text.segments)
+    if ssml:  # the lexicons apply outside say-as, sub and phoneme (which win); marks leave the text
+        text = finish(text, matcher.apply)
+    spoken = text.segments if ssml else tuple(matcher.apply(segment) for segment in text.segments)
     for i, segment in enumerate(spoken):
         if estimate_seconds(segment) > 2 * MAX_SEGMENT_SECONDS:  # aliases must not blow a sentence up
             raise ApiError(
@@ -119,7 +130,9 @@ def prepare_speech(
                 "invalid_value",
                 "lexicons",
             )
-    if spoken != text.segments:
+    if ssml:
+        shown = text.shown if text.shown != text.segments else ()
+    elif spoken != text.segments:
         text, shown = PreparedText(text=text.text, segments=spoken, continued=text.continued), text.segments
     else:
         shown = ()
@@ -131,7 +144,9 @@ def prepare_speech(
         seed = secrets.randbelow(2**31)
     voice = resolve_voice(organization, data["voice"], spec)
     params = spec.params.from_request(data, voice, seed)
-    characters = 0 if free else limits.billed_characters(spec.name, len(data["input"]))
+    # Billed: the characters spoken (SSML's text, not its markup; a break costs nothing).
+    said = text.spoken_chars if ssml else len(data["input"])
+    characters = 0 if free else limits.billed_characters(spec.name, said or 0)
     return PreparedSpeech(
         data=data,
         spec=spec,
@@ -143,6 +158,7 @@ def prepare_speech(
         caption_texts=shown,
         free=free,
         zero_retention=zero,
+        styles=styled(data, organization, limits, spec, text, params, seed) if ssml else (),
     )
 
 

@@ -155,9 +155,13 @@ async def speak(
     client's, so the audio is neither looked up nor kept. `free`: a voice's preview, billed nothing."""
     started = time.monotonic()
     enforce_plan_limits(limits, data)
-    if principal.token is not None:  # a client token's terms: its voice, its character budget
-        await in_thread(client_tokens.check_terms)(principal.token, data["voice"], len(data["input"]))
     speech = await in_thread(prepare_speech)(data, principal.organization, limits, cacheable, free)
+    if principal.token is not None:  # a client token's terms: its voice (SSML's too), its character budget
+        spoken = speech.text.spoken_chars if speech.text.spoken_chars is not None else len(data["input"])
+        for style in speech.styles:
+            if style.get("voice"):
+                await in_thread(client_tokens.check_terms)(principal.token, style["voice"], 0)
+        await in_thread(client_tokens.check_terms)(principal.token, data["voice"], spoken)
 
     async def from_cache(count: bool = True) -> CachedSpeech | None:
         entry = await lookup_cache(principal.organization.pk, speech, count=count)
@@ -177,7 +181,9 @@ async def speak(
     if not speech.cacheable or idempotency_key:
         job = await admit_job(principal, limits, speech, request_id, how)
         return feed_of(job, speech, how)
-    identity = inflight.identity(principal.organization.pk, data["model"], speech.text.segments, asdict(speech.params))
+    identity = inflight.identity(
+        principal.organization.pk, data["model"], speech.text.segments, asdict(speech.params), speech.styles
+    )
     ttl = how.queue_deadline + settings.CELERY_TASK_TIME_LIMIT
     leader = await inflight.lead_or_follow(identity)
     if leader is not None:

@@ -21,7 +21,7 @@ from django.utils import timezone
 from billing import concurrency
 from inference.batch import BatchRow
 from inference.batch import Word as RowWord
-from inference.engine import Engine, pause, to_pcm16
+from inference.engine import Engine, to_pcm16
 from synthesis.audio import cache, streams
 from synthesis.audio.captions import Caption, Word
 from synthesis.audio.formats import StreamEncoder, output_format, wav_header
@@ -30,6 +30,7 @@ from synthesis.models import Job
 from synthesis.service import capacity
 from synthesis.service.jobs import fail_job, run_limit, settle_job
 from synthesis.worker import metrics as worker_metrics
+from synthesis.worker.styling import Styling
 
 logger = logging.getLogger(__name__)
 
@@ -50,8 +51,9 @@ class JobRun:
         self.model_version = engine.model_version
         self.priority = priority
         self.params = engine.spec.params(**job.params)
+        self.styling = Styling(job, engine, self.params)  # SSML: each segment's parameters, pauses, marks
         # What the model reads: each segment spelled out (raises TextError before anything is sent).
-        self.texts = [engine.read(segment) for segment in job.segments]
+        self.texts = [engine.read(s, p) for s, p in zip(job.segments, self.styling.params, strict=True)]
         self.words: dict[int, tuple[RowWord, ...]] = {}  # segment -> its words, where the engine times them
         self.total = len(job.segments)
         self.scheduled = 0  # segments handed to a batch
@@ -102,13 +104,16 @@ class JobRun:
     def next_row(self) -> BatchRow:
         index = self.scheduled
         self.scheduled += 1
-        text = self.texts[index]
-        budget = self.engine.row_budget(text, self.params)
-        return BatchRow(key=self.key(index), text=text, params=self.params, max_tokens=budget)
+        text, params = self.texts[index], self.styling.params[index]
+        budget = self.engine.row_budget(text, params)
+        return BatchRow(key=self.key(index), text=text, params=params, max_tokens=budget)
 
     # The engine's callbacks, routed here by segment.
 
     def audio(self, segment: int, samples: np.ndarray) -> None:
+        self._route(segment, self.styling.shape(segment, samples))  # SSML: its pitch and volume
+
+    def _route(self, segment: int, samples: np.ndarray) -> None:
         if segment == self.playing:
             self._publish(segment, samples)
         else:
@@ -116,6 +121,9 @@ class JobRun:
 
     def done(self, segment: int, tokens: int, words: Sequence[RowWord] = ()) -> None:
         worker_metrics.AUDIO_TOKENS.labels(self.job.model).inc(tokens)
+        rest = self.styling.shape(segment, np.zeros(0, dtype=np.float32), last=True)  # a pitch filter's tail
+        if len(rest):
+            self._route(segment, rest)
         self.ended.add(segment)
         if self.engine.spec.features.word_timings:
             self.words[segment] = tuple(words)
@@ -153,8 +161,9 @@ class JobRun:
             return
         if segment not in self._opened:
             self._opened.add(segment)
-            if segment and segment not in self.continued:  # a short pause between sentences (not within one)
-                self._publish_pcm(to_pcm16(pause(self.rate)))
+            gap = self.styling.gap(segment, segment in self.continued)  # between sentences; SSML's breaks
+            if len(gap):
+                self._publish_pcm(to_pcm16(gap))
             self.starts[segment] = self.position
         self._publish_pcm(to_pcm16(samples))
 
@@ -170,7 +179,9 @@ class JobRun:
             words = tuple(
                 Word(w.text, round(offset + w.start, 3), round(offset + w.end, 3)) for w in self.words.pop(segment, ())
             )
-        caption = Caption(text, round(start / self.rate, 3), round(end / self.rate, 3), words)
+        begin, finish = round(start / self.rate, 3), round(end / self.rate, 3)
+        marks = self.styling.marks(segment, self.job.segments[segment], self.texts[segment], begin, finish, words)
+        caption = Caption(text, begin, finish, words, marks)
         if segment in self.continued and self.open_caption is not None:  # the rest of a sentence
             caption = self.open_caption.joined(caption)
         else:
@@ -267,6 +278,10 @@ class JobRun:
             return
         if self.closed < self.total - 1:
             self._close(self.total - 1)  # the last segment (the others closed as the next began)
+        tail = self.styling.tail()  # SSML: a break at the end
+        if len(tail):
+            self._publish_pcm(to_pcm16(tail))
+            audio_seconds = self.position / self.rate
         key = ""
         if job.cacheable and self.position * 2 <= settings.TTS_CACHE_MAX_ENTRY_BYTES:
             key = cache.cache_key(
