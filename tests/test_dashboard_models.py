@@ -158,7 +158,7 @@ def test_the_voices_page_lists_each_models_built_in_voices_with_its_licence(clie
         assert f">{title} <" in section and licence.split(" — ")[1] in section
         assert f'href="/dashboard/playground?model={name}&voice=alloy"' in section
     kokoro = re.search(r'<section class="card" id="builtin-kokoro".*?</section>', page, re.S).group(0)
-    assert kokoro.count("<tr data-voice=") == 13 + 36  # OpenAI's names, then its own voices
+    assert kokoro.count("<tr data-voice=") == 13 + 54  # OpenAI's names, then its own voices
     assert 'data-url="/dashboard/voices/af_heart/preview?model=kokoro"' in kokoro
     assert "may not be sold" in html.unescape(page)  # said of ChatTTS's weights
 
@@ -248,7 +248,8 @@ def test_the_docs_page_says_each_models_licences_languages_and_features(client):
     kokoro = page[page.index("Kokoro-82M v1.0") :]
     assert kokoro.startswith('Kokoro-82M v1.0 · model: "kokoro"')
     assert "May its audio be sold? Yes: Apache-2.0, may be sold." in kokoro
-    assert "Code Apache-2.0 — Permissive" in kokoro and "Languages English, Chinese · 36 built-in voices" in kokoro
+    assert "Code Apache-2.0 — Permissive" in kokoro and "Languages English, Chinese, es, fr, hi, it, ja, pt" in kokoro
+    assert "· 54 built-in voices" in kokoro
     assert "word timings in its captions" in kokoro and "your own voices from a mix of its built-in voices" in kokoro
     assert "Options of its own none On your plan yes" in kokoro
     chattts = page[page.index("ChatTTS v0.2") : page.index("Kokoro-82M v1.0")]

@@ -61,7 +61,8 @@ def test_the_models_are_listed_with_their_licences_languages_and_features(live_s
     assert listed["kokoro"]["license"]["commercial_use"] is True
     assert listed["chattts"]["license"]["weights"]["spdx"] == "CC-BY-NC-4.0"
     assert listed["chattts"]["license"]["commercial_use"] is False
-    assert listed["kokoro"]["languages"] == ["en", "zh"] and listed["kokoro"]["features"]["word_timings"] is True
+    assert listed["kokoro"]["languages"] == ["en", "zh", "es", "fr", "hi", "it", "ja", "pt"]
+    assert listed["kokoro"]["features"]["word_timings"] is True
     assert listed["chattts"]["features"]["word_timings"] is False and "temperature" in listed["chattts"]["options"]
     assert listed["tts-1"]["engine"] == "chattts"  # OpenAI's names: the deployment's default model
     assert kokoro == listed["kokoro"] and versioned.json()["engine"] == "kokoro"
@@ -84,6 +85,7 @@ def test_each_model_has_its_voices_and_openais_names_on_both(live_stack, owner):
         missing = client.get("/audio/voices?model=whisper-1")
     assert {"alloy", "nova", "cedar", "af_heart", "bm_george", "zf_xiaobei"} <= set(kokoro)
     assert kokoro["zf_xiaobei"]["language"] == "zh" and kokoro["bm_george"]["language"] == "en-gb"
+    assert kokoro["ef_dora"]["language"] == "es" and kokoro["jf_alpha"]["language"] == "ja" and len(kokoro) == 13 + 54
     assert "af_alloy" in kokoro["alloy"]["description"]  # which of its voices OpenAI's name is
     assert "af_heart" not in chattts and "alloy" in chattts
     assert listed["model"] == "kokoro" and {"af_heart", "alloy"} <= {v["voice_id"] for v in listed["data"]}
@@ -105,7 +107,7 @@ def test_each_model_has_its_voices_and_openais_names_on_both(live_stack, owner):
         ({"refine_prompt": "[oral_2]"}, "refine_prompt", "'refine_prompt'"),
         ({"input": "Hello [laugh] there."}, "input", "[laugh]"),
         ({"input": "Hello, Привет."}, "input", "Russian"),
-        ({"input": "こんにちは"}, "input", "Japanese"),
+        ({"input": "안녕하세요"}, "input", "Korean"),
     ],
 )
 def test_what_kokoro_cannot_take_is_refused_naming_it_and_the_model(live_stack, owner, body, param, needle):

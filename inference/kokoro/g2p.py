@@ -52,6 +52,7 @@ JAPANESE_RUN = re.compile(f"[{_KANA}{_HAN}々〆ー、。「」『』！？・]+
 # Hindi words, with the digits and spaces between them (espeak-ng says Hindi's numbers itself).
 DEVANAGARI_RUN = re.compile(r"[\u0900-\u097f]+(?:[\s0-9.,%]*[\u0900-\u097f]+)*")
 _OTHER_SCRIPTS = re.compile(f"[{_KANA}{_HAN}\u0900-\u097f]")
+_EAST = re.compile(f"[{_KANA}{_HAN}]")
 # Whether a text has a script's letters (a Latin run may be digits alone).
 _SCRIPT = {
     CJK_RUN: CJK_RUN,
@@ -240,10 +241,12 @@ def _is_word(token: Token) -> bool:
 
 
 def _space_between_words(tokens: list[Token]) -> list[Token]:
-    """A space between two words of different runs ("用" "SQL"), so that their phonemes stay apart."""
+    """A space between two words of different runs ("用" "SQL"), so that their phonemes stay apart
+    (two Japanese words keep what cutlet gave them: a glottal stop joins its neighbour)."""
     out = list(tokens)
     for i in range(len(out) - 1):
-        if _is_word(out[i]) and _is_word(out[i + 1]) and not out[i].whitespace:
+        east = _EAST.search(out[i].text) and _EAST.search(out[i + 1].text)
+        if _is_word(out[i]) and _is_word(out[i + 1]) and not out[i].whitespace and not east:
             out[i] = Token(out[i].text, out[i].phonemes, True)
     return out
 

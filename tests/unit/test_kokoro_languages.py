@@ -18,7 +18,7 @@ from inference.kokoro.languages import LANGUAGES, kokoro_language
 from inference.kokoro.params import KokoroParams
 from inference.kokoro.phonemes import VOCAB
 from inference.kokoro.spec import SPEC
-from inference.kokoro.text import is_word, read
+from inference.kokoro.text import assemble, is_word, read
 from inference.text import TextError
 from tests.unit.test_kokoro_text import no_network
 
@@ -72,10 +72,15 @@ def test_a_hindi_number_is_one_word_read_by_espeak_ng():
     assert tokens[-1].phonemes == "."  # the danda: a full stop
 
 
-def test_japanese_with_a_glottal_stop_is_joined_as_misaki_joins_it():
-    tokens = phonemize("ちょっと待って。", "en-us", "ja")
-    assert "ʔ" in "".join(t.phonemes for t in tokens)
-    assert "".join(t.text for t in tokens if is_word(t)) == "ちょっと待って"
+@pytest.mark.parametrize("text", ["学校に行った。", "ちょっと待って！", "こんにちは、今日はいい天気ですね。"])
+def test_japanese_gives_the_phonemes_of_misakis_own_japanese_g2p(text):
+    """KPipeline's Japanese path (JAG2P's cutlet) reads the text as one string; ours keeps its
+    words apart and gives the same phonemes."""
+    from misaki.cutlet import Cutlet  # noqa: PLC0415  (the reference, as KPipeline builds it)
+
+    tokens = phonemize(text, "en-us", "ja")
+    assert assemble(tokens).phonemes == Cutlet()(text)[0]
+    assert "".join(t.text for t in tokens if is_word(t)) == "".join(ch for ch in text if ch.isalnum())
 
 
 def test_a_script_only_one_language_uses_goes_to_its_g2p_whatever_the_voice():

@@ -85,12 +85,16 @@ def test_the_languages_of_a_text_are_told_by_their_script(text, found):
     assert languages(text) == found
 
 
-@pytest.mark.parametrize("spec", [CHATTTS, KOKORO], ids=lambda s: s.name)
-def test_a_language_the_model_cannot_speak_is_refused_naming_those_it_can(spec):
+@pytest.mark.parametrize(
+    ("spec", "can"),
+    [(CHATTTS, "English and Chinese"), (KOKORO, "8 languages (en, zh, es, fr, hi, it, ja, pt)")],
+    ids=["chattts", "kokoro"],
+)
+def test_a_language_the_model_cannot_speak_is_refused_naming_those_it_can(spec, can):
     with pytest.raises(TextError) as refused:
         spec.prepare("Hello, Привет.")
     message = str(refused.value)
-    assert f"'{spec.name}'" in message and "English and Chinese" in message and "Russian" in message
+    assert f"'{spec.name}'" in message and can in message and "Russian" in message
 
 
 def test_english_and_chinese_mixed_are_spoken_by_both_models():
