@@ -195,8 +195,8 @@ class JobRun:
         body = json.dumps(caption.as_dict(), ensure_ascii=False)
         streams.publish(self.job.id, "segment", index=self.caption_from, last=segment, caption=body)
 
-    def _publish_pcm(self, pcm: bytes) -> None:
-        if self.finished:  # settled (failed, timed out): a stopped row's last fade has nowhere to go
+    def _publish_pcm(self, pcm: bytes, settling: bool = False) -> None:
+        if self.finished and not settling:  # settled (failed, timed out): a stopped row's last fade has nowhere to go
             return
         if not self.chunks:
             worker_metrics.FIRST_AUDIO.observe((timezone.now() - self.job.created_at).total_seconds())
@@ -280,7 +280,7 @@ class JobRun:
             self._close(self.total - 1)  # the last segment (the others closed as the next began)
         tail = self.styling.tail()  # SSML: a break at the end
         if len(tail):
-            self._publish_pcm(to_pcm16(tail))
+            self._publish_pcm(to_pcm16(tail), settling=True)
             audio_seconds = self.position / self.rate
         key = ""
         if job.cacheable and self.position * 2 <= settings.TTS_CACHE_MAX_ENTRY_BYTES:
