@@ -173,6 +173,26 @@ def test_word_timings_come_with_every_kind_of_caption(live_stack, owner):
     assert all("words" not in e for e in sse_events(chattts) if e["type"] == "speech.audio.segment")
 
 
+def test_kokoros_spanish_and_japanese_voices_speak_their_language_word_by_word(live_stack, owner):
+    with live_stack.client(owner.key) as client:
+        spanish = client.post(
+            "/audio/speech",
+            json={"model": "kokoro", "voice": "ef_dora", "input": "Tengo 3 gatos.", "stream_format": "sse"},
+        )
+        japanese = client.post(
+            "/audio/speech",
+            json={"model": "kokoro", "voice": "jf_alpha", "input": "猫が3匹います。", "stream_format": "sse"},
+        )
+    words = {}
+    for name, response in (("es", spanish), ("ja", japanese)):
+        assert response.status_code == 200, response.text
+        (segment,) = [e for e in sse_events(response) if e["type"] == "speech.audio.segment"]
+        assert_words_fit(segment)
+        words[name] = [w["text"] for w in segment["words"]]
+    assert words["es"] == ["Tengo", "tres", "gatos"]  # the number in Spanish: the voice's language
+    assert words["ja"] == ["猫", "が", "三", "匹", "います"]
+
+
 def test_the_websocket_speaks_kokoro_with_word_timings_in_both_protocols(live_stack, owner):
     url = live_stack.base_url.replace("http://", "ws://") + "/v1/audio/stream"
     headers = {"Authorization": f"Bearer {owner.key}"}
