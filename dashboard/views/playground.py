@@ -1,9 +1,10 @@
 """The playground, which speaks through the WebSocket with a member's ticket: a model picker (the
 served models the plan allows, each with its licence), the voices and options of the model picked
 (from its spec), a character counter with the month's remaining quota (at the plan's weight for the
-model), Stop, replay and seeking of what was generated (no second bill), a download in the format
-picked (what was generated, encoded here: never generated twice) and the request as curl or Python
-code."""
+model), an SSML toggle (`input_format`, snippets inserted at the caret, a parse error said under the
+text with the caret put at its line and column, SSML's marks listed after playing), Stop, replay
+and seeking of what was generated (no second bill), a download in the format picked (what was
+generated, encoded here: never generated twice) and the request as curl or Python code."""
 
 from __future__ import annotations
 
