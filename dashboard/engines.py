@@ -14,6 +14,13 @@ LANGUAGES = {
     "en-us": "American English",
     "en-gb": "British English",
     "multi": "English and Chinese",
+    "es": "Spanish",
+    "fr": "French",
+    "hi": "Hindi",
+    "it": "Italian",
+    "ja": "Japanese",
+    "pt": "Portuguese",
+    "pt-br": "Brazilian Portuguese",
 }
 STREAMING = {
     "tokens": "streams audio every few hundred milliseconds",

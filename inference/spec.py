@@ -105,6 +105,8 @@ class EngineSpec:
     # worker): the key of a job's `params` (a dict), "" when there is nothing to keep; None: the
     # engine keeps nothing per voice (its jobs are not routed by voice).
     voice_affinity: Callable[[Mapping], str] | None = None
+    # The phoneme symbols the model reads (features.phoneme_lexicons): what SSML's <phoneme ph> may hold.
+    phoneme_symbols: frozenset[str] = frozenset()
 
     @property
     def queue_name(self) -> str:
@@ -128,7 +130,7 @@ class EngineSpec:
         cutting = self.segmenting if live else replace(self.segmenting, first_piece_seconds=0.0)
         if ssml:
             return prepare_ssml_memoised(
-                text, self.name, self.inline_tags, self.languages, self.features.phoneme_lexicons, cutting
+                text, self.name, self.inline_tags, self.languages, self.phoneme_symbols, cutting
             )
         return prepare(text, self.inline_tags, self.languages, self.name, cutting)
 

@@ -16,76 +16,18 @@ volume and pitch for the span, `lang` a language for the span, `voice` another v
 
 from __future__ import annotations
 
-import math
 import re
 from dataclasses import dataclass, field, replace
 
-from defusedxml import DefusedXmlException
-from defusedxml.ElementTree import DefusedXMLParser, ParseError
-
 from .sayas import DATE_FORMATS, KINDS, SayAsError, say_as
-from .text import TextError
+from .ssml_subset import ATTRIBUTES, BREAK_STRENGTHS, EMPHASIS, XML_LANG, Style, prosody
+from .ssml_xml import PRIVATE, Node, SsmlError, is_ssml, parse_tree
 
-SSML_NS = "{http://www.w3.org/2001/10/synthesis}"
-XML_LANG = "{http://www.w3.org/XML/1998/namespace}lang"
-MAX_ELEMENTS = 2000
-MAX_DEPTH = 24
+__all__ = ["PRIVATE", "SsmlError", "is_ssml", "parse", "Document", "Style", "Words", "Pause", "Mark", "Edge"]
+
 MAX_BREAK_MS = 10_000  # one break
 MAX_TOTAL_BREAK_MS = 120_000  # all the breaks of one input
 PARAGRAPH_PAUSE_MS = 400
-BREAK_STRENGTHS = {"none": 0, "x-weak": 100, "weak": 250, "medium": 500, "strong": 750, "x-strong": 1000}
-RATES = {"x-slow": 0.5, "slow": 0.75, "medium": 1.0, "default": 1.0, "fast": 1.25, "x-fast": 1.5}
-PITCHES = {"x-low": -4.0, "low": -2.0, "medium": 0.0, "default": 0.0, "high": 2.0, "x-high": 4.0}  # semitones
-VOLUMES = {
-    "silent": -math.inf,
-    "x-soft": -10.0,
-    "soft": -5.0,
-    "medium": 0.0,
-    "default": 0.0,
-    "loud": 4.0,
-    "x-loud": 8.0,
-}
-# emphasis as the prosody of its span: (rate factor, decibels)
-EMPHASIS = {"strong": (0.9, 3.0), "moderate": (0.95, 1.5), "none": (1.0, 0.0), "reduced": (1.1, -3.0)}
-ATTRIBUTES = {
-    "speak": {"version", XML_LANG},
-    "p": {XML_LANG},
-    "s": {XML_LANG},
-    "break": {"time", "strength"},
-    "say-as": {"interpret-as", "format"},
-    "sub": {"alias"},
-    "phoneme": {"alphabet", "ph"},
-    "prosody": {"rate", "pitch", "volume"},
-    "emphasis": {"level"},
-    "lang": {XML_LANG},
-    "voice": {"name"},
-    "mark": {"name"},
-}
-# Characters this module gives meanings to inside prepared text: never taken from the input.
-PRIVATE = re.compile("[\U000f0000-\U0010ffff]")
-
-
-class SsmlError(TextError):
-    """SSML that cannot be spoken: where (line, column) and what is wrong."""
-
-    code = "invalid_ssml"
-
-    def __init__(self, message: str, line: int | None = None, column: int | None = None):
-        self.line, self.column = line, column
-        where = f"line {line}, column {column}: " if line is not None else ""
-        super().__init__(f"Invalid SSML: {where}{message}")
-
-
-@dataclass(frozen=True)
-class Style:
-    """How a span is said: another voice ("" the request's), a rate (times the request's speed),
-    volume (dB; -inf silent), pitch (semitones) and language ("" the text's own)."""
-
-    voice: str = ""
-    rate: float = 1.0
-    volume_db: float = 0.0
-    pitch: float = 0.0
-    lang: str = ""
 
 
 @dataclass(frozen=True)
@@ -132,92 +74,16 @@ class Document:
         return len(re.sub(r"\s+", " ", said).strip())
 
 
-@dataclass
-class _Node:
-    tag: str
-    attrs: dict[str, str]
-    line: int
-    column: int
-    children: list[_Node | str] = field(default_factory=list)
-
-
-class _Builder:
-    """The parser's target: a tree of `_Node`s with their positions, bounded as it grows."""
-
-    def __init__(self) -> None:
-        self.parser: DefusedXMLParser | None = None
-        self.stack: list[_Node] = []
-        self.root: _Node | None = None
-        self.count = 0
-
-    def _where(self) -> tuple[int, int]:
-        expat = self.parser.parser  # type: ignore[union-attr]
-        return expat.CurrentLineNumber, expat.CurrentColumnNumber + 1
-
-    def start(self, tag: str, attrs: dict[str, str]) -> None:
-        line, column = self._where()
-        self.count += 1
-        if self.count > MAX_ELEMENTS:
-            raise SsmlError(f"more than {MAX_ELEMENTS} elements.", line, column)
-        if len(self.stack) >= MAX_DEPTH:
-            raise SsmlError(f"elements nested more than {MAX_DEPTH} deep.", line, column)
-        node = _Node(tag.removeprefix(SSML_NS), dict(attrs), line, column)
-        if self.stack:
-            self.stack[-1].children.append(node)
-        else:
-            self.root = node
-        self.stack.append(node)
-
-    def end(self, tag: str) -> None:
-        self.stack.pop()
-
-    def data(self, text: str) -> None:
-        if self.stack:
-            self.stack[-1].children.append(text)
-
-    def close(self) -> _Node | None:
-        return self.root
-
-
-def is_ssml(text: str, input_format: str | None = None) -> bool:
-    """A request is SSML when it says so, or (saying nothing) when its input starts with <speak."""
-    if input_format:
-        return input_format == "ssml"
-    return text.lstrip().startswith("<speak")
-
-
-def parse_tree(text: str) -> _Node:
-    """The document's tree; a fragment without <speak> (what Twilio's <Say> holds) is wrapped in one."""
-    text = text.strip()
-    if not text.startswith(("<speak", "<?xml")):
-        text = f"<speak>{text}</speak>"
-    builder = _Builder()
-    parser = DefusedXMLParser(target=builder, forbid_dtd=True, forbid_entities=True, forbid_external=True)
-    builder.parser = parser
-    try:
-        parser.feed(text)
-        root = parser.close()
-    except ParseError as exc:
-        line, column = exc.position
-        raise SsmlError(f"not well-formed XML ({str(exc).split(':')[0]}).", line, column + 1) from None
-    except DefusedXmlException as exc:
-        what = type(exc).__name__.replace("Forbidden", "").replace("Reference", " reference")
-        raise SsmlError(f"{what.lower()}s are not allowed in SSML (no DTD, entity or external reference).") from None
-    if root is None or root.tag != "speak":
-        raise SsmlError("the root element must be <speak>.", 1, 1)
-    return root
-
-
 class _Walk:
-    def __init__(self, model: str, phonemes: bool, languages: tuple[str, ...]):
+    def __init__(self, model: str, phonemes: frozenset[str], languages: tuple[str, ...]):
         self.model, self.phonemes, self.languages = model, phonemes, languages
         self.doc = Document()
         self.breaks = 0
 
-    def fail(self, node: _Node, message: str) -> SsmlError:
+    def fail(self, node: Node, message: str) -> SsmlError:
         return SsmlError(message, node.line, node.column)
 
-    def check_attrs(self, node: _Node) -> None:
+    def check_attrs(self, node: Node) -> None:
         allowed = ATTRIBUTES.get(node.tag)
         if allowed is None:
             raise self.fail(
@@ -231,7 +97,7 @@ class _Walk:
                     node, f"attribute '{_name(attr)}' of <{node.tag}> is not supported by model '{self.model}'."
                 )
 
-    def lang(self, node: _Node, tag: str) -> str:
+    def lang(self, node: Node, tag: str) -> str:
         base = tag.lower().split("-")[0]
         if not re.fullmatch(r"[a-zA-Z]{2,3}(-[a-zA-Z0-9]{1,8})*", tag):
             raise self.fail(node, f"xml:lang '{tag}' is not a language tag (e.g. en-US, fr).")
@@ -246,30 +112,30 @@ class _Walk:
         if text:
             self.doc.items.append(Words(text, text, style, billed=len(text.strip())))
 
-    def walk(self, node: _Node, style: Style) -> None:
+    def walk(self, node: Node, style: Style) -> None:
         self.check_attrs(node)
         handler = getattr(self, "on_" + node.tag.replace("-", "_"))
         handler(node, style)
 
-    def children(self, node: _Node, style: Style) -> None:
+    def children(self, node: Node, style: Style) -> None:
         for child in node.children:
             if isinstance(child, str):
                 self.text(child, style)
             else:
                 self.walk(child, style)
 
-    def inner_text(self, node: _Node) -> str:
+    def inner_text(self, node: Node) -> str:
         for child in node.children:
             if not isinstance(child, str):
                 raise self.fail(child, f"<{_name(child.tag)}> may not be inside <{node.tag}> (text only).")
         return PRIVATE.sub("", re.sub(r"\s+", " ", "".join(node.children))).strip()  # type: ignore[arg-type]
 
-    def on_speak(self, node: _Node, style: Style) -> None:
+    def on_speak(self, node: Node, style: Style) -> None:
         if XML_LANG in node.attrs:
             self.doc.lang = self.lang(node, node.attrs[XML_LANG])
         self.children(node, style)
 
-    def on_p(self, node: _Node, style: Style) -> None:
+    def on_p(self, node: Node, style: Style) -> None:
         self.doc.items.append(Edge(paragraph=node.tag == "p"))
         if XML_LANG in node.attrs:
             style = replace(style, lang=self.lang(node, node.attrs[XML_LANG]))
@@ -278,7 +144,7 @@ class _Walk:
 
     on_s = on_p
 
-    def on_break(self, node: _Node, style: Style) -> None:
+    def on_break(self, node: Node, style: Style) -> None:
         if node.children:
             raise self.fail(node, '<break> is empty: write <break time="500ms"/>.')
         ms = BREAK_STRENGTHS["medium"]
@@ -300,13 +166,13 @@ class _Walk:
             raise self.fail(node, f"the breaks add up to more than {MAX_TOTAL_BREAK_MS // 1000} s.")
         self.doc.items.append(Pause(ms))
 
-    def on_mark(self, node: _Node, style: Style) -> None:
+    def on_mark(self, node: Node, style: Style) -> None:
         name = node.attrs.get("name", "")
         if not name.strip() or node.children:
             raise self.fail(node, '<mark> needs a name and no content: <mark name="here"/>.')
         self.doc.items.append(Mark(name))
 
-    def on_say_as(self, node: _Node, style: Style) -> None:
+    def on_say_as(self, node: Node, style: Style) -> None:
         kind = node.attrs.get("interpret-as", "")
         if kind not in KINDS:
             raise self.fail(
@@ -327,13 +193,13 @@ class _Walk:
             raise self.fail(node, str(exc)) from None
         self.doc.items.append(Words(spoken, written, style, fixed=True, billed=len(written)))
 
-    def on_sub(self, node: _Node, style: Style) -> None:
+    def on_sub(self, node: Node, style: Style) -> None:
         alias = PRIVATE.sub("", re.sub(r"\s+", " ", node.attrs.get("alias", ""))).strip()
         if not alias:
             raise self.fail(node, '<sub> needs an alias: <sub alias="World Wide Web">WWW</sub>.')
         self.doc.items.append(Words(alias, self.inner_text(node) or alias, style, fixed=True, billed=len(alias)))
 
-    def on_phoneme(self, node: _Node, style: Style) -> None:
+    def on_phoneme(self, node: Node, style: Style) -> None:
         alphabet, ph = node.attrs.get("alphabet", "ipa"), node.attrs.get("ph", "").strip()
         written = self.inner_text(node)
         if alphabet != "ipa":
@@ -351,32 +217,40 @@ class _Walk:
             return
         if re.search(r"[\[\]()/]", written + ph) or len(ph) > 200 or len(written) > 100:
             raise self.fail(node, "<phoneme>'s word and ph may not hold [ ] ( ) / (ph up to 200 symbols).")
+        ph = _ipa(ph)
+        unknown = sorted({ch for ch in ph if ch not in self.phonemes})
+        if unknown:
+            raise self.fail(
+                node,
+                f"ph '{ph}' has symbols model '{self.model}' does not read: {' '.join(unknown)} "
+                "(it reads misaki's IPA: e.g. kˈOkəɹO, təmˈɑːtoʊ).",
+            )
         word = written or ph
         self.doc.items.append(Words(f"[{word}](/{ph}/)", word, style, fixed=True, billed=len(word)))
 
-    def on_prosody(self, node: _Node, style: Style) -> None:
+    def on_prosody(self, node: Node, style: Style) -> None:
         if not node.attrs:
             raise self.fail(node, "<prosody> needs rate, pitch or volume.")
         for attr, value in node.attrs.items():
             try:
-                style = _prosody(style, attr, value.strip())
+                style = prosody(style, attr, value.strip())
             except ValueError as exc:
                 raise self.fail(node, str(exc)) from None
         self.children(node, style)
 
-    def on_emphasis(self, node: _Node, style: Style) -> None:
+    def on_emphasis(self, node: Node, style: Style) -> None:
         level = node.attrs.get("level", "moderate")
         if level not in EMPHASIS:
             raise self.fail(node, f"emphasis level '{level}' is not one of {', '.join(EMPHASIS)}.")
         rate, db = EMPHASIS[level]
         self.children(node, replace(style, rate=style.rate * rate, volume_db=style.volume_db + db))
 
-    def on_lang(self, node: _Node, style: Style) -> None:
+    def on_lang(self, node: Node, style: Style) -> None:
         if XML_LANG not in node.attrs:
             raise self.fail(node, '<lang> needs xml:lang, e.g. <lang xml:lang="fr-FR">.')
         self.children(node, replace(style, lang=self.lang(node, node.attrs[XML_LANG])))
 
-    def on_voice(self, node: _Node, style: Style) -> None:
+    def on_voice(self, node: Node, style: Style) -> None:
         name = node.attrs.get("name", "").strip()
         if not name:
             raise self.fail(node, "<voice> needs a name: another voice of this model.")
@@ -393,47 +267,19 @@ def _script_lang(text: str) -> str:
     return "zh" if re.search(r"[\u3400-\u9fff]", text) else "en"
 
 
-def _percent_or_number(value: str) -> float | None:
-    match = re.fullmatch(r"([+-]?\d+(?:\.\d+)?)(%)?", value)
-    if not match:
-        return None
-    number = float(match.group(1))
-    if match.group(2):
-        return 1 + number / 100 if value[0] in "+-" else number / 100
-    return number
+# IPA as written elsewhere, in the symbols a phoneme reader takes: tie bars joined, ASCII g.
+_IPA = {"t͡ʃ": "ʧ", "d͡ʒ": "ʤ", "t͡s": "ʦ", "d͡z": "ʣ", "t͡ɕ": "ʨ", "d͡ʑ": "ʥ", "tʃ": "ʧ", "dʒ": "ʤ", "g": "ɡ", "ɝ": "ɜɹ"}
 
 
-def _prosody(style: Style, attr: str, value: str) -> Style:
-    if attr == "rate":
-        factor = RATES.get(value) if value in RATES else _percent_or_number(value)
-        if factor is None or not 0.2 <= factor <= 4.0:
-            raise ValueError(f"prosody rate '{value}' is not x-slow…x-fast or a percentage from 20% to 400%.")
-        return replace(style, rate=style.rate * factor)
-    if attr == "volume":
-        if value in VOLUMES:
-            return replace(style, volume_db=style.volume_db + VOLUMES[value])
-        match = re.fullmatch(r"([+-]?\d+(?:\.\d+)?)dB", value)
-        if not match or abs(float(match.group(1))) > 20:
-            raise ValueError(f"prosody volume '{value}' is not silent, x-soft…x-loud or +/-N dB (up to 20dB).")
-        return replace(style, volume_db=style.volume_db + float(match.group(1)))
-    if value in PITCHES:
-        return replace(style, pitch=style.pitch + PITCHES[value])
-    if value.endswith("Hz"):
-        raise ValueError(
-            f"prosody pitch '{value}' in Hz is not supported: give semitones (+2st) or a percentage (+10%)."
-        )
-    match = re.fullmatch(r"([+-]\d+(?:\.\d+)?)st", value)
-    semitones = float(match.group(1)) if match else None
-    if semitones is None and re.fullmatch(r"[+-]\d+(?:\.\d+)?%", value) and float(value[:-1]) > -100:
-        semitones = 12 * math.log2(1 + float(value[:-1]) / 100)
-    if semitones is None or abs(style.pitch + semitones) > 12:
-        raise ValueError(f"prosody pitch '{value}' is not x-low…x-high, +/-N st or +/-N% (within an octave).")
-    return replace(style, pitch=style.pitch + semitones)
+def _ipa(ph: str) -> str:
+    for written, symbol in _IPA.items():
+        ph = ph.replace(written, symbol)
+    return ph
 
 
-def parse(text: str, model: str, phonemes: bool, languages: tuple[str, ...]) -> Document:
-    """`text` (SSML) as a `Document` for a model that reads phonemes or text and speaks
-    `languages`; SsmlError says where and what is wrong."""
+def parse(text: str, model: str, phonemes: frozenset[str], languages: tuple[str, ...]) -> Document:
+    """`text` (SSML) as a `Document` for a model that reads the `phonemes` symbols (none: it reads
+    text) and speaks `languages`; SsmlError says where and what is wrong."""
     root = parse_tree(text)
     walk = _Walk(model, phonemes, languages)
     walk.walk(root, Style())

@@ -156,6 +156,7 @@ def build(doc: Document, cutting: Segmenting) -> PreparedText:
         text = re.sub(r"[ \t\n]+", " ", "".join(block.text)).strip()
         first = cutting.first_piece_seconds if not segments else 0.0
         pieces, inside = segment_text(text, cutting.pack, first)
+        opening = True  # the block's first piece with words takes its pause and its place in the sentence
         for j, piece in enumerate(pieces):
             spoken = _expand(piece, fixed, spoken=True)
             if not _has_words(spoken):
@@ -170,7 +171,7 @@ def build(doc: Document, cutting: Segmenting) -> PreparedText:
             volume = SILENT_DB if style.volume_db == -math.inf else max(SILENT_DB, style.volume_db)
             styles.append(
                 SegmentStyle(
-                    pause_ms=block.pause_ms if j == 0 else None,
+                    pause_ms=block.pause_ms if opening else None,
                     voice=style.voice,
                     rate=style.rate,
                     volume_db=volume,
@@ -178,8 +179,9 @@ def build(doc: Document, cutting: Segmenting) -> PreparedText:
                     lang=style.lang,
                 )
             )
-            if segments and ((j == 0 and block.continues) or (j and j in inside)):
+            if segments and ((opening and block.continues) or (not opening and j in inside)):
                 continued.add(len(segments))
+            opening = False
             segments.append(carry + spoken)
             shown.append(re.sub(r"\s+", " ", _expand(piece, fixed, spoken=False)).strip())
             carry = ""
@@ -211,10 +213,16 @@ def doc_text(doc: Document) -> str:
 
 
 def prepare_ssml(
-    text: str, model: str, tags: frozenset[str], languages: tuple[str, ...], phonemes: bool, cutting: Segmenting
+    text: str,
+    model: str,
+    tags: frozenset[str],
+    languages: tuple[str, ...],
+    phonemes: frozenset[str],
+    cutting: Segmenting,
 ) -> PreparedText:
-    """`text` (SSML) checked for a model and cut into styled segments (marks and fixed spans still
-    in the text: `finish` takes them out)."""
+    """`text` (SSML) checked for a model (`phonemes`: the symbols it reads, none for a model that
+    reads text) and cut into styled segments (marks and fixed spans still in the text: `finish`
+    takes them out)."""
     doc = parse(text, model, phonemes, languages)
     spoken = doc_text(doc) + " " + " ".join(i.spoken for i in doc.items if isinstance(i, Words) and i.fixed)
     refuse_unknown_tags(spoken, tags, model)

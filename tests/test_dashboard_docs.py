@@ -5,6 +5,7 @@ Copy button), and a reference page whose every asset this server serves itself."
 
 from __future__ import annotations
 
+import html
 import json
 import re
 import shlex
@@ -98,14 +99,14 @@ def test_the_websocket_protocol_is_rendered_as_html_with_anchors_and_contents(cl
     assert [(a["text"], a["attrs"]["href"]) for a in toc.find("a")] == [(text, f"#{id_}") for text, id_ in sections]
     # Tables are tables (scrolling in their own box on a phone), code blocks are code blocks.
     tables = page.find("table")
-    assert len(tables) == 3
+    assert len(tables) == 3 + 1  # the protocol's, and the SSML guide's below it
     first_cell = page.find("td")[0]["text"]
     assert first_cell == (
         '{"type": "synthesize", "id": "u1", "model": "kokoro", "text": "…", "voice": "af_heart", "format": "pcm", …}'
     )
     assert any(td["text"] == "4008" for td in page.find("td"))
-    assert markup.count('<div class="table-wrap" tabindex="0"><table>') == 3
-    assert page.one("code", **{"class": "language-json"})["text"].strip() == (
+    assert markup.count('<div class="table-wrap" tabindex="0"><table>') == 3 + 1
+    assert page.find("code", **{"class": "language-json"})[0]["text"].strip() == (
         '{"type": "ready", "protocol": "tts.v1", "sample_rate": 24000}'
     )
     # No Markdown left over.
@@ -244,3 +245,12 @@ def test_the_websocket_section_speaks_to_a_tenant_of_this_server(client, setting
     assert "more than 8 MiB of frames" in protocol and "200 at once" in protocol
     assert "The Python example at the top of this page speaks through this socket" in protocol
     assert "ws://tts.example.net/v1/audio/stream" in protocol and "HOST/" not in protocol
+
+
+def test_the_ssml_guide_is_on_the_page_with_what_each_element_does_per_model(client):
+    signup(client)
+    markup, page = docs_page(client)
+    assert page.one("a", href="#ssml")["text"] == "SSML"
+    guide = html.unescape(markup[markup.index('<section class="card" id="ssml">') :])
+    assert "invalid_ssml" in guide and "speech.audio.segment" in guide and "<mark name=" in guide
+    assert "read text, not phonemes" in guide and "docs/benchmarks.md" not in guide

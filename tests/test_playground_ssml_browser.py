@@ -1,8 +1,8 @@
 """The playground's SSML toggle in a real browser (Debian's Chromium through Playwright): turned on
 with an empty box it starts a document, its snippets go in at the caret, Kokoro speaks it with its
 mark listed and only the spoken characters billed; a broken document's error is said under the box
-as "Line L, column C" with the caret put there (a fragment and leading blank lines counted as the
-parser counts them); off, a text that starts with <speak is sent as plain text."""
+as "Line L, column C" of the text as typed (a fragment, leading blank lines and characters beyond
+UTF-16's one unit included) with the caret put there; off, a text that starts with <speak is sent as plain text."""
 
 from __future__ import annotations
 
@@ -80,8 +80,8 @@ def test_ssml_is_spoken_with_snippets_and_its_errors_point_at_their_place(live_s
         # A broken document: said under the box at its line and column, the caret put there.
         for text, line, column, offset in (
             ('<speak>Hi <break time="soon"/></speak>', 1, 11, 10),
-            ('Hi <break time="soon"/>', 1, 11, 3),  # a fragment: the parser reads it inside <speak>
-            ('\n\n  <speak>\n  é😀 <break time="x"/>\n</speak>', 2, 6, 18),  # leading blanks; UTF-16 in the box
+            ('Hi <break time="soon"/>', 1, 4, 3),  # a fragment: placed as sent, though read inside <speak>
+            ('\n\n  <speak>\n  é😀 <break time="x"/>\n</speak>', 4, 6, 18),  # leading blank lines; UTF-16 in the box
         ):
             page.fill("#pg-text", text)
             state = play(page)

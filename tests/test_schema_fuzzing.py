@@ -138,10 +138,13 @@ def test_the_speech_operation_documents_instructions_stream_format_and_its_event
     body = resolve(speech["requestBody"]["content"]["application/json"]["schema"])
     assert {"instructions", "stream_format"} <= set(body["properties"])
     assert resolve(body["properties"]["stream_format"]["allOf"][0])["enum"] == ["audio", "sse"]
+    assert resolve(body["properties"]["input_format"]["allOf"][0])["enum"] == ["text", "ssml"]  # fuzzed with the rest
     content = speech["responses"]["200"]["content"]
     assert {"audio/mpeg", "audio/wav", "text/event-stream"} <= set(content)
     event = content["text/event-stream"]["schema"]["properties"]["data"]
     assert event["contentMediaType"] == "application/json"
     kinds = resolve(event["contentSchema"])["discriminator"]["mapping"]
     assert set(kinds) == {"speech.audio.delta", "speech.audio.segment", "speech.audio.done", "error"}
+    segment = resolve({"$ref": kinds["speech.audio.segment"]})
+    assert {"words", "marks"} <= set(segment["properties"])
     assert resolve(speech["responses"]["400"]["content"]["application/json"]["schema"])["required"] == ["error"]

@@ -161,6 +161,7 @@ def test_bad_ssml_and_xml_bombs_are_400s_naming_where_and_what(live_stack, owner
             "/audio/speech", json={**body, "input": '<speak><voice name="nobody">x</voice></speak>'}
         )
         as_text = client.post("/audio/speech", json={**body, "input": "<speak>Hi</speak>", "input_format": "text"})
+        kokoro, chattts = client.get("/models/kokoro").json(), client.get("/models/chattts").json()
     for response in refused.values():
         assert response.status_code == 400 and response.json()["error"]["code"] == "invalid_ssml", response.text
         assert "no DTD, entity or external reference" in response.json()["error"]["message"]
@@ -173,6 +174,22 @@ def test_bad_ssml_and_xml_bombs_are_400s_naming_where_and_what(live_stack, owner
         and "<audio> is not supported by model 'kokoro'" in unknown.json()["error"]["message"]
     )
     assert other_voice.status_code == 400 and "nobody" in other_voice.json()["error"]["message"]
+    assert "phonemes are read as given" in kokoro["ssml"]["phoneme"] and "next word" in kokoro["ssml"]["mark"]
+    assert "reads text, not phonemes" in chattts["ssml"]["phoneme"] and "approximate" in chattts["ssml"]["mark"]
+    assert set(kokoro["ssml"]) == {
+        "speak",
+        "p",
+        "s",
+        "break",
+        "say-as",
+        "sub",
+        "phoneme",
+        "prosody",
+        "emphasis",
+        "lang",
+        "voice",
+        "mark",
+    }
     assert as_text.status_code == 200  # said to be text: read as text, markup and all (Kokoro drops the symbols)
 
 
@@ -192,3 +209,12 @@ def test_a_client_tokens_voice_binds_ssml_voices_too_and_its_budget_counts_the_s
     assert said.status_code == 200, said.text
     assert over.status_code == 403 and over.json()["error"]["code"] == "token_budget_exceeded"
     assert "needs 14 characters" in over.json()["error"]["message"] and "12 left" in over.json()["error"]["message"]
+
+
+def test_lang_switches_kokoros_reading_and_numbers_for_its_span(live_stack, owner):
+    ssml = '<speak>I have 3 cats. <lang xml:lang="es-ES">Tengo 3 gatos.</lang> <lang xml:lang="en">Bye.</lang></speak>'
+    with live_stack.client(owner.key) as client:
+        _, _, captions = job_result(client, {"model": "kokoro", "voice": "af_heart", "input": ssml})
+    words = [[w["text"] for w in c["words"]] for c in captions]
+    assert [c["text"] for c in captions] == ["I have 3 cats.", "Tengo 3 gatos.", "Bye."]
+    assert "three" in words[0] and "tres" in words[1] and "three" not in words[1]

@@ -521,3 +521,27 @@ def test_voxcpm_speaks_in_the_playground_billed_at_its_weight_and_its_voices_are
         preview = page.evaluate("window.ttsPreview")
         assert preview["error"] is None and preview["bytes"] > 0 and preview["model"] == "voxcpm"
         assert page.errors == []
+
+
+def test_ssml_on_voxcpm_pauses_mutes_switches_language_and_marks_its_segments(voxcpm_alone, owner):
+    ssml = (
+        '<speak>Hello there.<break time="600ms"/><mark name="after"/>'
+        '<prosody rate="fast" volume="silent">Quiet now.</prosody> '
+        '<lang xml:lang="fr-FR">Bonjour à tous.</lang> Say <phoneme ph="kˈOkəɹO">Kokoro</phoneme>.</speak>'
+    )
+    headers = {"Authorization": f"Bearer {owner.key}"}
+    with httpx.Client(base_url=f"{voxcpm_alone}/v1", headers=headers, timeout=120) as client:
+        job = client.post("/jobs", json={"model": "voxcpm", "input": ssml, "response_format": "pcm", "seed": 3})
+        assert job.status_code == 202, job.text
+        done = wait_for(client, job.json()["id"], {"succeeded", "failed"}, timeout=240)
+        pcm = client.get(f"/jobs/{done['id']}/audio").content
+        captions = client.get(f"/jobs/{done['id']}/captions").json()["segments"]
+        described = client.get("/models/voxcpm").json()["ssml"]
+    assert done["status"] == "succeeded", done
+    audio = [int.from_bytes(pcm[i : i + 2], "little", signed=True) for i in range(0, len(pcm), 2)]
+    assert [c["text"] for c in captions] == ["Hello there.", "Quiet now.", "Bonjour à tous.", "Say Kokoro."]
+    assert captions[1]["start"] - captions[0]["end"] == pytest.approx(0.6, abs=1e-3)  # the break, exactly
+    assert captions[1]["marks"] == [{"name": "after", "time": captions[1]["start"]}]
+    quiet = audio[round(captions[1]["start"] * 24000) + 120 : round(captions[1]["end"] * 24000) - 120]
+    assert quiet and not any(quiet)  # volume="silent"
+    assert "reads text, not phonemes" in described["phoneme"] and "approximate" in described["mark"]

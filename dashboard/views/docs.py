@@ -1,7 +1,7 @@
 """The docs page: links to the API reference and schema, the models served (each one's code and
 weights licences, whether its audio may be sold, languages, features and options: from its spec),
 ready-to-run examples with the user's base URL (the key comes from the environment, never from the
-page), and the WebSocket protocol rendered from docs/websocket.md."""
+page), and the WebSocket protocol and the SSML guide rendered from docs/websocket.md and docs/ssml.md."""
 
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ DOCS_DIR = Path(settings.BASE_DIR) / "docs"
 
 # Repository docs rendered on this page, by file name: the prefix of their heading ids and the id
 # of their section. A link between them becomes a link to the heading on this page.
-RENDERED_DOCS = {"websocket.md": ("ws-", "websocket")}
+RENDERED_DOCS = {"websocket.md": ("ws-", "websocket"), "ssml.md": ("ssml-", "ssml")}
 
 
 @dataclass(frozen=True)
@@ -190,6 +190,13 @@ def websocket_protocol(origin: str = "http://127.0.0.1:8000") -> RenderedDoc:
     return render_markdown(text, RENDERED_DOCS["websocket.md"][0])
 
 
+@functools.cache
+def ssml_guide() -> RenderedDoc:
+    """docs/ssml.md as HTML: the SSML subset, what each element does per model, marks, billing."""
+    text = (DOCS_DIR / "ssml.md").read_text(encoding="utf-8").replace("`docs/benchmarks.md` ", "the benchmarks ")
+    return render_markdown(text, RENDERED_DOCS["ssml.md"][0])
+
+
 def snippets(base_url: str) -> list[Snippet]:
     """Examples that run as pasted once TTS_API_KEY is exported: the key is never on the page."""
     stream_url = re.sub(r"^http", "ws", base_url) + "/audio/stream"
@@ -251,4 +258,5 @@ def docs(request):
         default_model=offer.default_spec().name,
         snippets=snippets(base_url),
         protocol=websocket_protocol(request.build_absolute_uri("/").rstrip("/")),
+        ssml=ssml_guide(),
     )

@@ -6,6 +6,7 @@ from ..spec import BuiltinVoice, EngineSpec, Features, License
 from ..text import Segmenting
 from .languages import BY_PREFIX, NAMES
 from .params import KokoroParams
+from .phonemes import VOCAB
 
 FRAMES_PER_SECOND = 40.0  # one predicted duration unit is 600 samples at 24 kHz
 FIRST_PIECE_SECONDS = 0.8  # of estimated speech: docs/benchmarks.md measures the first audio it gives
@@ -105,5 +106,6 @@ SPEC = EngineSpec(
     engine="inference.kokoro.engine:KokoroEngine",
     # Each sentence is made whole: one a segment (its audio goes out as soon as it is made), and the
     # first cut after about a second of speech, so that the first audio comes after that second.
+    phoneme_symbols=frozenset(VOCAB),
     segmenting=Segmenting(pack=False, first_piece_seconds=FIRST_PIECE_SECONDS),
 )

@@ -13,6 +13,7 @@ from rest_framework.response import Response
 from billing import offer
 from billing.limits import limits_for
 from billing.policy import OptionalApiKeyAuthentication
+from inference import ssml_subset
 from inference.spec import EngineSpec
 from synthesis.api.serializers import VoiceListSerializer
 from tts_saas.errors import ApiError, error_responses
@@ -46,6 +47,7 @@ class ModelSerializer(serializers.Serializer):
     license = LicenseSerializer()
     languages = serializers.ListField(child=serializers.CharField())
     features = serializers.DictField()
+    ssml = serializers.DictField(child=serializers.CharField(), help_text="What each SSML element does on this model.")
     options = serializers.ListField(child=serializers.CharField(), help_text="Request options only this model takes.")
     available = serializers.BooleanField(help_text="Whether the key's plan includes it.")
 
@@ -73,6 +75,10 @@ def describe(model_id: str, spec: EngineSpec, available: bool = True) -> dict:
         "languages": list(spec.languages),
         "features": spec.features.as_dict(),
         "options": sorted(spec.options),
+        # What each SSML element does on it (input_format ssml).
+        "ssml": ssml_subset.describe(
+            spec.name, spec.features.phoneme_lexicons, spec.features.word_timings, spec.languages
+        ),
         "available": available,
     }
 

@@ -18,8 +18,9 @@ from billing.limits import limits_for
 from billing.policy import aauthorize
 from inference import registry
 from synthesis.api.openapi import JobStreamDoc, audio_responses, documented_by
-from synthesis.api.serializers import JobListSerializer, JobRequestSerializer, JobSerializer, WordTimingSerializer
+from synthesis.api.serializers import JobListSerializer, JobRequestSerializer, JobSerializer
 from synthesis.api.speech import api_errors, audio_response
+from synthesis.api.timing_serializers import SpeechMarkSerializer, WordTimingSerializer
 from synthesis.audio import captions, streams
 from synthesis.audio import formats as audio
 from synthesis.audio.held import take_audio
@@ -78,6 +79,7 @@ class CaptionSerializer(serializers.Serializer):
     words = WordTimingSerializer(
         many=True, required=False, help_text="Kokoro: each word's start and end. Absent on ChatTTS (no alignment)."
     )
+    marks = SpeechMarkSerializer(many=True, required=False, help_text="SSML: the segment's <mark>s and their times.")
 
 
 class CaptionsSerializer(serializers.Serializer):

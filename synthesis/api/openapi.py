@@ -17,10 +17,10 @@ from synthesis.api.serializers import (
     JobStreamQuerySerializer,
     SpeechAudioDeltaSerializer,
     SpeechAudioDoneSerializer,
-    SpeechAudioSegmentSerializer,
     SpeechRequestSerializer,
     SpeechStreamErrorSerializer,
 )
+from synthesis.api.timing_serializers import SpeechAudioSegmentSerializer
 from synthesis.audio import formats as audio
 from tts_saas.errors import error_responses
 

@@ -299,25 +299,6 @@ class SpeechAudioDeltaSerializer(serializers.Serializer):
     audio = serializers.CharField(help_text="The next bytes of the audio file (response_format), base64-encoded.")
 
 
-class WordTimingSerializer(serializers.Serializer):
-    text = serializers.CharField(help_text="The word as spoken.")
-    start = serializers.FloatField(help_text="Seconds from the start of the audio.")
-    end = serializers.FloatField(help_text="Seconds from the start of the audio.")
-
-
-class SpeechAudioSegmentSerializer(serializers.Serializer):
-    """A sentence segment's audio is all out (sent before the next segment's audio): its text and
-    when it is spoken, exact from the audio; on models with word timings (Kokoro) each word's too."""
-
-    type = serializers.ChoiceField(choices=["speech.audio.segment"])
-    text = serializers.CharField(help_text="The segment's text as sent.")
-    start = serializers.FloatField(help_text="Seconds from the start of the audio to the segment's first sample.")
-    end = serializers.FloatField(help_text="Seconds to its last sample.")
-    words = WordTimingSerializer(
-        many=True, required=False, help_text="Kokoro: each word's start and end. Absent on ChatTTS (no alignment)."
-    )
-
-
 class SpeechAudioDoneSerializer(serializers.Serializer):
     type = serializers.ChoiceField(choices=["speech.audio.done"])
     usage = SpeechUsageSerializer()

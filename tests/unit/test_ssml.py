@@ -11,8 +11,9 @@ import pytest
 from inference.chattts.spec import SPEC as CHATTTS
 from inference.kokoro.spec import SPEC as KOKORO
 from inference.sayas import say_as
-from inference.ssml import MAX_ELEMENTS, SsmlError, is_ssml
+from inference.ssml import SsmlError, is_ssml
 from inference.ssml_text import finish
+from inference.ssml_xml import MAX_ELEMENTS
 from inference.voxcpm.spec import SPEC as VOXCPM
 from synthesis.audio.cache import segments_text
 
@@ -193,3 +194,24 @@ def test_two_spellings_of_the_same_speech_share_a_cache_text_and_different_pause
 def test_a_twilio_fragment_without_speak_is_taken_with_input_format_ssml():
     text = prepared(KOKORO, 'Hi <break time="200ms"/> there')
     assert text.segments == ("Hi", "there") and text.styles[1].pause_ms == 200
+
+
+def test_lines_and_columns_are_the_inputs_as_sent_with_leading_lines_and_without_speak():
+    assert "line 3, column 10: break time 'soon'" in refusal(KOKORO, "\n\n  <speak><break time='soon'/></speak>")
+    assert "line 1, column 4: break time 'soon'" in refusal(KOKORO, "Hi <break time='soon'/>")
+    assert "line 2, column 1: <b> is not supported" in refusal(KOKORO, "Hi\n<b>x</b>")
+
+
+def test_kokoro_takes_ipa_in_its_own_symbols_and_refuses_a_symbol_it_cannot_read_by_name():
+    text = prepared(
+        KOKORO,
+        '<speak><phoneme alphabet="ipa" ph="t͡ʃiːz">cheese</phoneme> and <phoneme ph="gʊd">good</phoneme></speak>',
+    )
+    assert text.segments == ("[cheese](/ʧiːz/) and [good](/ɡʊd/)",)
+    message = refusal(KOKORO, '<speak><phoneme alphabet="ipa" ph="ʘaʘ">click</phoneme></speak>')
+    assert "line 1, column 8" in message and "symbols model 'kokoro' does not read: ʘ" in message
+
+
+def test_a_break_before_punctuation_keeps_its_pause_on_the_words_after_it():
+    text = prepared(KOKORO, '<speak>Hello<break time="700ms"/>, world.</speak>')
+    assert text.segments == ("Hello,", "world.") and text.styles[1].pause_ms == 700
