@@ -20,7 +20,7 @@ from inference import registry
 from synthesis.api.openapi import JobStreamDoc, audio_responses, documented_by
 from synthesis.api.serializers import JobListSerializer, JobRequestSerializer, JobSerializer
 from synthesis.api.speech import api_errors, audio_response
-from synthesis.api.timing_serializers import SpeechMarkSerializer, WordTimingSerializer
+from synthesis.api.timing_serializers import CaptionSerializer
 from synthesis.audio import captions, streams
 from synthesis.audio import formats as audio
 from synthesis.audio.held import take_audio
@@ -70,16 +70,6 @@ NO_JOB = {404: "No such job in this organization."}
 
 class CaptionsQuery(serializers.Serializer):
     format = serializers.ChoiceField(choices=captions.FORMATS, default="json", help_text="json, srt or vtt.")
-
-
-class CaptionSerializer(serializers.Serializer):
-    text = serializers.CharField(help_text="The segment's text as sent.")
-    start = serializers.FloatField(help_text="Seconds from the start of the audio to the segment's first sample.")
-    end = serializers.FloatField(help_text="Seconds to its last sample.")
-    words = WordTimingSerializer(
-        many=True, required=False, help_text="Kokoro: each word's start and end. Absent on ChatTTS (no alignment)."
-    )
-    marks = SpeechMarkSerializer(many=True, required=False, help_text="SSML: the segment's <mark>s and their times.")
 
 
 class CaptionsSerializer(serializers.Serializer):

@@ -21,11 +21,10 @@ class SpeechMarkSerializer(serializers.Serializer):
     )
 
 
-class SpeechAudioSegmentSerializer(serializers.Serializer):
-    """A sentence segment's audio is all out (sent before the next segment's audio): its text and
-    when it is spoken, exact from the audio; on models with word timings (Kokoro) each word's too."""
+class CaptionSerializer(serializers.Serializer):
+    """A segment's text and when it is spoken, exact from the audio; each word's on models with word
+    timings (Kokoro), each SSML mark's."""
 
-    type = serializers.ChoiceField(choices=["speech.audio.segment"])
     text = serializers.CharField(help_text="The segment's text as sent.")
     start = serializers.FloatField(help_text="Seconds from the start of the audio to the segment's first sample.")
     end = serializers.FloatField(help_text="Seconds to its last sample.")
@@ -33,3 +32,9 @@ class SpeechAudioSegmentSerializer(serializers.Serializer):
         many=True, required=False, help_text="Kokoro: each word's start and end. Absent on ChatTTS (no alignment)."
     )
     marks = SpeechMarkSerializer(many=True, required=False, help_text="SSML: the segment's <mark>s and their times.")
+
+
+class SpeechAudioSegmentSerializer(CaptionSerializer):
+    """A sentence segment's audio is all out (sent before the next segment's audio): its caption."""
+
+    type = serializers.ChoiceField(choices=["speech.audio.segment"])
