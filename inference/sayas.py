@@ -35,6 +35,10 @@ class SayAsError(ValueError):
     """The content cannot be said as asked; the message names it."""
 
 
+# What num2words raises for a value or a form one of its languages cannot say.
+_NUM2WORDS_ERRORS = (NotImplementedError, KeyError, ValueError, TypeError, AttributeError, OverflowError, IndexError)
+
+
 def _n2w_lang(lang: str) -> str | None:
     """num2words' name for the language (`pt-br` → `pt_BR`), or None where it has none."""
     lang = lang.lower()
@@ -112,6 +116,8 @@ def date(text: str, fmt: str, lang: str) -> str:
             at += size
     if len(parts) != len(fmt) or re.search(r"[^\d\s/.\-]", text):
         raise SayAsError(f"'{text.strip()}' is not a date in the format '{fmt}' (e.g. 12/03/2026 for mdy).")
+    if any(len(p) > (4 if c == "y" else 2) for c, p in zip(fmt, parts, strict=True)):
+        raise SayAsError(f"'{text.strip()}' is not a date in the format '{fmt}' (years of up to 4 digits).")
     fields = {c: int(p) for c, p in zip(fmt, parts, strict=True)}
     if not 1 <= fields.get("m", 1) <= 12 or not 1 <= fields.get("d", 1) <= 31:
         raise SayAsError(f"'{text.strip()}' has no such month or day (format '{fmt}').")
@@ -164,8 +170,9 @@ def currency(text: str, lang: str) -> str:
     letters = re.findall(r"\b[A-Z]{3}\b", raw)
     if letters:
         code = letters[0]
-    amount = re.sub(r"[^\d.,\-]", "", raw)
-    if code is None or not amount:
+    numbers = re.findall(r"-?\d[\d,]*(?:\.\d+)?", raw)
+    amount = numbers[0] if len(numbers) == 1 else ""
+    if code is None or not amount or re.search(r"\d[eE]", raw):
         raise SayAsError(f"'{raw}' is not an amount with its currency (e.g. $12.50, 12.50 EUR).")
     value = _number(amount, "currency")
     n2w = _n2w_lang(lang)
@@ -173,13 +180,25 @@ def currency(text: str, lang: str) -> str:
         return raw  # the worker's grammars read "12.5元" / "$12.50"
     try:
         return num2words(value, lang=n2w, to="currency", currency=code)
-    except (NotImplementedError, KeyError, ValueError):
+    except _NUM2WORDS_ERRORS:  # a currency num2words does not name in that language: the number, then the code
         return f"{num2words(value, lang=n2w)} {code}"
 
 
 def say_as(text: str, kind: str, fmt: str, lang: str) -> str:
-    """`text` as words for `kind` (one of KINDS) in `lang` (a BCP 47 tag, "en" when unknown)."""
-    lang = (lang or "en").lower()
+    """`text` as words for `kind` (one of KINDS) in `lang` (a BCP 47 tag, "en" when unknown);
+    SayAsError when it cannot be said so (never another exception: the request gets a 400)."""
+    try:
+        words = _say_as(text, kind, fmt, (lang or "en").lower())
+    except SayAsError:
+        raise
+    except _NUM2WORDS_ERRORS:
+        raise SayAsError(f"'{text.strip()}' cannot be said as {kind} in '{lang}'.") from None
+    if not any(ch.isalnum() for ch in words):
+        raise SayAsError(f"'{text.strip()}' has nothing to say as {kind}.")
+    return words
+
+
+def _say_as(text: str, kind: str, fmt: str, lang: str) -> str:
     if kind in ("characters", "spell-out"):
         return characters(text)
     if kind in ("cardinal", "number"):

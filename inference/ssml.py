@@ -19,6 +19,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field, replace
 
+from .numbers import HAN, KANA, latin_language
 from .sayas import DATE_FORMATS, KINDS, SayAsError, say_as
 from .ssml_subset import ATTRIBUTES, BREAK_STRENGTHS, EMPHASIS, XML_LANG, Style, prosody
 from .ssml_xml import PRIVATE, Node, SsmlError, is_ssml, parse_tree
@@ -28,6 +29,8 @@ __all__ = ["PRIVATE", "SsmlError", "is_ssml", "parse", "Document", "Style", "Wor
 MAX_BREAK_MS = 10_000  # one break
 MAX_TOTAL_BREAK_MS = 120_000  # all the breaks of one input
 PARAGRAPH_PAUSE_MS = 400
+MAX_MARKS = 500
+MAX_MARK_NAME = 128
 
 
 @dataclass(frozen=True)
@@ -79,6 +82,8 @@ class _Walk:
         self.model, self.phonemes, self.languages = model, phonemes, languages
         self.doc = Document()
         self.breaks = 0
+        self.marks = 0
+        self.text_lang = "en"  # the text's own language (`_text_lang`): say-as's where no xml:lang says
 
     def fail(self, node: Node, message: str) -> SsmlError:
         return SsmlError(message, node.line, node.column)
@@ -170,6 +175,11 @@ class _Walk:
         name = node.attrs.get("name", "")
         if not name.strip() or node.children:
             raise self.fail(node, '<mark> needs a name and no content: <mark name="here"/>.')
+        if len(name) > MAX_MARK_NAME:
+            raise self.fail(node, f"a mark's name is at most {MAX_MARK_NAME} characters.")
+        self.marks += 1
+        if self.marks > MAX_MARKS:
+            raise self.fail(node, f"more than {MAX_MARKS} marks.")
         self.doc.items.append(Mark(name))
 
     def on_say_as(self, node: Node, style: Style) -> None:
@@ -188,7 +198,7 @@ class _Walk:
         if not written:
             raise self.fail(node, "<say-as> has nothing inside.")
         try:
-            spoken = say_as(written, kind, fmt, style.lang or self.doc.lang or _script_lang(written))
+            spoken = say_as(written, kind, fmt, style.lang or self.doc.lang or self.text_lang)
         except SayAsError as exc:
             raise self.fail(node, str(exc)) from None
         self.doc.items.append(Words(spoken, written, style, fixed=True, billed=len(written)))
@@ -226,7 +236,9 @@ class _Walk:
                 "(it reads misaki's IPA: e.g. kˈOkəɹO, təmˈɑːtoʊ).",
             )
         word = written or ph
-        self.doc.items.append(Words(f"[{word}](/{ph}/)", word, style, fixed=True, billed=len(word)))
+        # Billed by what is said: the phonemes when they are longer than the word they stand for.
+        billed = max(len(word), len(ph.replace("ˈ", "").replace("ˌ", "").replace("ː", "")))
+        self.doc.items.append(Words(f"[{word}](/{ph}/)", word, style, fixed=True, billed=billed))
 
     def on_prosody(self, node: Node, style: Style) -> None:
         if not node.attrs:
@@ -263,8 +275,22 @@ def _name(tag: str) -> str:
     return tag.rsplit("}", 1)[-1] if tag.startswith("{") else tag
 
 
-def _script_lang(text: str) -> str:
-    return "zh" if re.search(r"[\u3400-\u9fff]", text) else "en"
+def _text_lang(node: Node) -> str:
+    """The language the document's text is written in, for say-as where no xml:lang says: Japanese by
+    its kana, Chinese by its characters, a Latin-script language by its common words, else English."""
+    parts: list[str] = []
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        for child in current.children:
+            (parts.append(child) if isinstance(child, str) else stack.append(child))
+    text = " ".join(parts)
+    if KANA.search(text):
+        return "ja"
+    if HAN.search(text):
+        return "zh"
+    guess = latin_language(text)  # by common words: trusted for the languages say-as speaks beside English
+    return guess if guess in ("es", "fr", "de", "it", "pt") else "en"
 
 
 # IPA as written elsewhere, in the symbols a phoneme reader takes: tie bars joined, ASCII g.
@@ -282,6 +308,8 @@ def parse(text: str, model: str, phonemes: frozenset[str], languages: tuple[str,
     text) and speaks `languages`; SsmlError says where and what is wrong."""
     root = parse_tree(text)
     walk = _Walk(model, phonemes, languages)
+    guess = _text_lang(root)
+    walk.text_lang = guess if guess.split("-")[0] in languages else "en"
     walk.walk(root, Style())
     if not any(isinstance(i, Words) and i.spoken.strip() for i in walk.doc.items):
         raise SsmlError("there is nothing to say (no text outside the markup).")

@@ -24,6 +24,7 @@ MARK = 0xF0000  # mark n is chr(MARK + n) in the text until `finish`
 FIXED = 0x100000  # fixed span n is chr(FIXED + n) while sentences are cut
 OPEN, CLOSE = "\U0010fffe", "\U0010fffd"  # a fixed span in a segment until `finish`
 SILENT_DB = -120.0  # volume "silent" (kept as a number: JSON has no -inf)
+MAX_GAIN_DB = 20.0  # nested prosody and emphasis add up: no louder than this
 _SENTENCE_DONE = re.compile(r"[.!?。！？；;…]\s*$")
 _LEADING_PUNCTUATION = re.compile(r"^([.!?,;:。！？，；：…]+)\s*")
 
@@ -39,7 +40,9 @@ class SegmentStyle:
     volume_db: float = 0.0
     pitch: float = 0.0  # semitones
     lang: str = ""  # a language for the span (xml:lang), "" the text's own
-    marks: tuple[tuple[str, int], ...] = ()  # (name, offset in the segment's text); -1: after `after_ms`
+    # (name, offset in the segment's text, ms): at offset 0, ms before the words (in the pause before
+    # them); offset -1: ms into `after_ms`, the pause after the last segment.
+    marks: tuple[tuple[str, int, int], ...] = ()
 
     def as_dict(self) -> dict:
         """Only what differs from the defaults (what a job keeps per segment)."""
@@ -63,7 +66,8 @@ class SegmentStyle:
     @classmethod
     def from_dict(cls, value: dict) -> SegmentStyle:
         fields = {k: v for k, v in value.items() if k in cls.__dataclass_fields__ and k != "marks"}
-        return cls(**fields, marks=tuple((str(n), int(o)) for n, o in value.get("marks", ())))
+        marks = tuple((str(m[0]), int(m[1]), int(m[2]) if len(m) > 2 else 0) for m in value.get("marks", ()))
+        return cls(**fields, marks=marks)
 
     @property
     def prosody(self) -> Style:
@@ -78,20 +82,36 @@ class _Block:
     text: list[str] = field(default_factory=list)  # with FIXED and MARK characters
 
 
-def _blocks(doc: Document, fixed: list[Words], names: list[str]) -> tuple[list[_Block], int, list[str]]:
+class _Marks:
+    """Marks by index: names, and how far (ms) each lies from its segment's text: before its start
+    (a mark in the pause before the words) or into the pause after the last segment."""
+
+    def __init__(self) -> None:
+        self.names: list[str] = []
+        self.ms: list[int] = []
+
+    def add(self, name: str) -> str:
+        self.names.append(name)
+        self.ms.append(0)
+        return chr(MARK + len(self.names) - 1)
+
+
+def _blocks(doc: Document, fixed: list[Words], marks: _Marks) -> tuple[list[_Block], int, list[str]]:
     blocks: list[_Block] = []
     current: _Block | None = None
     pause: int | None = None
     edge = False
     paragraph = False
-    waiting: list[str] = []  # marks before the next block's first word
+    waiting: list[tuple[str, int]] = []  # marks before the next block's first word, with the pause before each
 
     def opened(style: Style) -> _Block:
         nonlocal pause, edge, paragraph, waiting
         before = pause if pause is not None else (PARAGRAPH_PAUSE_MS if paragraph and blocks else None)
+        for char, so_far in waiting:  # a mark in a break lies that far before the words
+            marks.ms[ord(char) - MARK] = (pause or 0) - so_far
         last = "".join(blocks[-1].text) if blocks else ""
         continues = bool(blocks) and not edge and not _SENTENCE_DONE.search(_plain(last))
-        block = _Block(style, before, continues, list(waiting))
+        block = _Block(style, before, continues, [c for c, _ in waiting])
         pause, edge, paragraph, waiting = None, False, False, []
         blocks.append(block)
         return block
@@ -104,14 +124,17 @@ def _blocks(doc: Document, fixed: list[Words], names: list[str]) -> tuple[list[_
                 continue
             if current is None or current.style != item.style:
                 current = opened(item.style)
-            if item.fixed:
-                current.text.append(chr(FIXED + len(fixed)))
+            if item.fixed:  # held by one character, and as many letters as it says (for the length estimates)
+                current.text.append(chr(FIXED + len(fixed)) + "x" * _weight(item))
                 fixed.append(item)
             else:
                 current.text.append(item.spoken)
         elif isinstance(item, Mark):
-            names.append(item.name)
-            (current.text if current is not None else waiting).append(chr(MARK + len(names) - 1))
+            char = marks.add(item.name)
+            if current is not None:
+                current.text.append(char)
+            else:
+                waiting.append((char, pause or 0))
         elif isinstance(item, Pause):
             current = None
             pause = (pause or 0) + item.ms
@@ -119,7 +142,13 @@ def _blocks(doc: Document, fixed: list[Words], names: list[str]) -> tuple[list[_
             current = None
             edge = True
             paragraph = paragraph or item.paragraph
-    return blocks, pause or 0, waiting
+    for char, so_far in waiting:  # marks after the last words: that far into the closing pause
+        marks.ms[ord(char) - MARK] = so_far
+    return blocks, pause or 0, [c for c, _ in waiting]
+
+
+def _weight(item: Words) -> int:
+    return sum(ch.isalnum() for ch in PHONEME_LINK.sub(r"\1", item.spoken))
 
 
 def _plain(text: str) -> str:
@@ -127,16 +156,20 @@ def _plain(text: str) -> str:
 
 
 def _expand(piece: str, fixed: list[Words], spoken: bool) -> str:
-    def one(ch: str) -> str:
-        code = ord(ch)
-        if code >= FIXED and code - FIXED < len(fixed):
+    """A piece with its fixed spans as said (between OPEN and CLOSE) or as written, and (as written) no marks."""
+    out: list[str] = []
+    i = 0
+    while i < len(piece):
+        code = ord(piece[i])
+        if FIXED <= code < FIXED + len(fixed):
             item = fixed[code - FIXED]
-            return OPEN + item.spoken + CLOSE if spoken else item.shown
-        if code >= MARK and not spoken:
-            return ""
-        return ch
-
-    return re.sub("[\U000f0000-\U0010ffff]", lambda m: one(m.group(0)), piece)
+            out.append(OPEN + item.spoken + CLOSE if spoken else item.shown)
+            i += 1 + _weight(item)
+            continue
+        if not (MARK <= code < FIXED and not spoken):
+            out.append(piece[i])
+        i += 1
+    return "".join(out)
 
 
 def _has_words(spoken: str) -> bool:
@@ -145,33 +178,42 @@ def _has_words(spoken: str) -> bool:
 
 def build(doc: Document, cutting: Segmenting) -> PreparedText:
     fixed: list[Words] = []
-    names: list[str] = []
-    blocks, tail_pause, tail_marks = _blocks(doc, fixed, names)
+    marks = _Marks()
+    blocks, tail_pause, tail_marks = _blocks(doc, fixed, marks)
     segments: list[str] = []
     shown: list[str] = []
     styles: list[SegmentStyle] = []
     continued: set[int] = set()
     carry = ""  # marks of a piece with nothing to say, for the next one
+    carry_pause: int | None = None  # the pause before a block that said nothing, for the next one
     for block in blocks:
         text = re.sub(r"[ \t\n]+", " ", "".join(block.text)).strip()
         first = cutting.first_piece_seconds if not segments else 0.0
         pieces, inside = segment_text(text, cutting.pack, first)
         opening = True  # the block's first piece with words takes its pause and its place in the sentence
+        pause = block.pause_ms
+        if carry_pause is not None:
+            pause, carry_pause = carry_pause + (pause or 0), None
         for j, piece in enumerate(pieces):
             spoken = _expand(piece, fixed, spoken=True)
             if not _has_words(spoken):
                 carry += "".join(c for c in piece if MARK <= ord(c) < FIXED)
+                punctuation = _plain(piece).strip()
+                if segments and punctuation and _LEADING_PUNCTUATION.fullmatch(punctuation):
+                    segments[-1] += punctuation  # "." after a span said another way ends the sentence before
+                    shown[-1] += punctuation
                 continue
             lead = _LEADING_PUNCTUATION.match(spoken)
-            if lead and segments:  # "." after a span said another way ends the sentence before
+            if lead and segments:
                 segments[-1] += lead.group(1)
+                shown[-1] += lead.group(1)
                 spoken = spoken[lead.end() :]
                 piece = _LEADING_PUNCTUATION.sub("", piece, count=1)
             style = block.style
-            volume = SILENT_DB if style.volume_db == -math.inf else max(SILENT_DB, style.volume_db)
+            volume = SILENT_DB if style.volume_db == -math.inf else min(MAX_GAIN_DB, max(SILENT_DB, style.volume_db))
             styles.append(
                 SegmentStyle(
-                    pause_ms=block.pause_ms if opening else None,
+                    pause_ms=pause if opening else None,
                     voice=style.voice,
                     rate=style.rate,
                     volume_db=volume,
@@ -185,11 +227,14 @@ def build(doc: Document, cutting: Segmenting) -> PreparedText:
             segments.append(carry + spoken)
             shown.append(re.sub(r"\s+", " ", _expand(piece, fixed, spoken=False)).strip())
             carry = ""
+        if opening and pause is not None:  # the block said nothing: its pause goes on to the next words
+            carry_pause = pause
     if not segments:
         raise_nothing()
     segments[-1] += carry
-    if tail_pause or tail_marks:  # a break at the end, and marks after it (offset -1: after the pause)
-        after = tuple((names[ord(c) - MARK], -1) for c in tail_marks)
+    tail_pause += carry_pause or 0
+    if tail_pause or tail_marks:  # a break at the end, and marks after it (offset -1: that far into it)
+        after = tuple((marks.names[ord(c) - MARK], -1, marks.ms[ord(c) - MARK]) for c in tail_marks)
         styles[-1] = replace(styles[-1], after_ms=tail_pause, marks=after)
     return PreparedText(
         text=doc_text(doc),
@@ -198,7 +243,9 @@ def build(doc: Document, cutting: Segmenting) -> PreparedText:
         styles=tuple(styles),
         shown=tuple(shown),
         spoken_chars=doc.billed,
-        mark_names=tuple(names),
+        mark_names=tuple(marks.names),
+        mark_ms=tuple(marks.ms),
+        voice_places=tuple((name, line, column) for name, (line, column) in doc.voices.items()),
     )
 
 
@@ -226,9 +273,16 @@ def prepare_ssml(
     doc = parse(text, model, phonemes, languages)
     spoken = doc_text(doc) + " " + " ".join(i.spoken for i in doc.items if isinstance(i, Words) and i.fixed)
     refuse_unknown_tags(spoken, tags, model)
-    if not doc.lang and not any(isinstance(i, Words) and i.style.lang for i in doc.items):
-        refuse_other_languages(spoken, languages, model)
+    # The text outside <lang> spans is checked as plain text is (a span's xml:lang was checked by name).
+    untagged = " ".join(i.spoken for i in doc.items if isinstance(i, Words) and not i.style.lang)
+    refuse_other_languages(untagged, languages, model)
     return build(doc, cutting)
+
+
+def _lexicon(lexicon: Callable[[str], str] | None, text: str) -> str:
+    """`text` through the lexicons, without the characters this module gives meanings to (marks,
+    spans: an alias cannot forge one)."""
+    return text if lexicon is None else re.sub("[\U000f0000-\U0010ffff]", "", lexicon(text))
 
 
 def finish(text: PreparedText, lexicon: Callable[[str], str] | None = None) -> PreparedText:
@@ -236,15 +290,19 @@ def finish(text: PreparedText, lexicon: Callable[[str], str] | None = None) -> P
     out of the text into each segment's style (by offset in the text left)."""
     segments, styles = [], []
     for segment, style in zip(text.segments, text.styles, strict=True):
-        parts = re.split(f"({OPEN}.*?{CLOSE})", segment)
-        joined = "".join(p[1:-1] if p.startswith(OPEN) else (lexicon(p) if lexicon is not None else p) for p in parts)
+        # The lexicons read the text between fixed spans and marks, which pass as they are.
+        parts = re.split(f"({OPEN}.*?{CLOSE}|[\U000f0000-\U000fffff])", segment)
+        joined = "".join(
+            p[1:-1] if p.startswith(OPEN) else p if len(p) == 1 and MARK <= ord(p) < FIXED else _lexicon(lexicon, p)
+            for p in parts
+        )
         out: list[str] = []
         length = 0
-        marks: list[tuple[str, int]] = []
+        marks: list[tuple[str, int, int]] = []
         for ch in joined:
             code = ord(ch)
             if MARK <= code < FIXED:
-                marks.append((text.mark_names[code - MARK], length))
+                marks.append((text.mark_names[code - MARK], length, text.mark_ms[code - MARK] if not length else 0))
                 continue
             if ch.isspace():
                 if not out or out[-1] == " ":
@@ -253,7 +311,7 @@ def finish(text: PreparedText, lexicon: Callable[[str], str] | None = None) -> P
             out.append(ch)
             length += 1
         spoken = "".join(out).rstrip()
-        marks = [(n, min(o, len(spoken))) for n, o in marks]
+        marks = [(n, min(o, len(spoken)), ms) for n, o, ms in marks]
         segments.append(spoken)
         styles.append(replace(style, marks=tuple(marks) + style.marks))
     return replace(text, segments=tuple(segments), styles=tuple(styles))

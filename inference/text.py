@@ -229,6 +229,8 @@ class PreparedText:
     shown: tuple[str, ...] = ()
     spoken_chars: int | None = None
     mark_names: tuple[str, ...] = ()
+    mark_ms: tuple[int, ...] = ()  # per mark: how far it lies from its segment's text, in a pause (ms)
+    voice_places: tuple[tuple[str, int, int], ...] = ()  # each <voice name> and its line and column
 
     def sentences(self, texts: tuple[str, ...] | list[str] | None = None) -> list[str]:
         """`texts` (one per segment; default the segments) put back together per sentence: what

@@ -82,8 +82,9 @@ def synthesize_job(job_id: str) -> None:
         fail_job(job, 503, "model_unavailable", f"The speech model is unavailable: {reason}")
         return
     priority = limits_for(job.organization).queue_priority
-    try:
-        problem = engine.voice_problem(engine.spec.params(**job.params))
+    try:  # the request's voice, and each SSML span's (<voice name>) that has parameters of its own
+        every = [job.params] + [d["params"] for d in job.styles or () if "params" in d]
+        problem = next(filter(None, (engine.voice_problem(engine.spec.params(**p)) for p in every)), None)
     except (TypeError, ValueError):  # a job queued by an older version with other parameters
         problem = "The job's parameters are not this model's."
     if problem:  # e.g. an organization's voice made from another model's embedding

@@ -218,3 +218,64 @@ def test_lang_switches_kokoros_reading_and_numbers_for_its_span(live_stack, owne
     words = [[w["text"] for w in c["words"]] for c in captions]
     assert [c["text"] for c in captions] == ["I have 3 cats.", "Tengo 3 gatos.", "Bye."]
     assert "three" in words[0] and "tres" in words[1] and "three" not in words[1]
+
+
+def test_a_spanish_or_japanese_voice_is_previewed_in_its_own_language(live_stack, owner):
+    with live_stack.client(owner.key) as client:
+        previews = {
+            v: client.get(f"/audio/voices/{v}/preview", params={"model": "kokoro", "format": "pcm"})
+            for v in ("ef_dora", "jf_alpha")
+        }
+        said = {
+            "ef_dora": client.post(
+                "/audio/speech",
+                json={
+                    "model": "kokoro",
+                    "voice": "ef_dora",
+                    "response_format": "pcm",
+                    "input": "¡Hola! Así es como sueno.",
+                },
+            ),
+            "jf_alpha": client.post(
+                "/audio/speech",
+                json={
+                    "model": "kokoro",
+                    "voice": "jf_alpha",
+                    "response_format": "pcm",
+                    "input": "こんにちは。これが私の声です。",
+                },
+            ),
+        }
+    for voice, preview in previews.items():
+        assert preview.status_code == 200 and said[voice].status_code == 200
+        assert preview.content == said[voice].content  # Kokoro is deterministic: the same text, the same audio
+
+
+def test_ssml_audio_is_cached_under_its_styles_and_never_served_for_the_plain_text(live_stack, owner):
+    ssml = '<speak><prosody volume="silent">Hello cache world.</prosody><break time="2s"/></speak>'
+    body = {"model": "kokoro", "voice": "am_echo", "response_format": "pcm"}
+    with live_stack.client(owner.key) as client:
+        first = client.post("/audio/speech", json={**body, "input": ssml})
+        again = client.post("/audio/speech", json={**body, "input": ssml.replace("<speak>", "<speak> ")})
+        plain = client.post("/audio/speech", json={**body, "input": "Hello cache world."})
+    assert first.status_code == again.status_code == plain.status_code == 200
+    assert again.headers["x-cache"] == "hit" and again.content == first.content  # the same speech: cached
+    silent = np.frombuffer(first.content, dtype="<i2")
+    assert not silent.any() and len(silent) > samples(2.0)
+    assert plain.headers["x-cache"] == "miss" and np.abs(np.frombuffer(plain.content, dtype="<i2")).max() > 100
+
+
+def test_a_streamed_text_piece_that_starts_with_speak_is_read_as_text(live_stack, owner):
+    async def stream():
+        url = live_stack.base_url.replace("http://", "ws://") + "/v1/audio/stream"
+        headers = {"Authorization": f"Bearer {owner.key}"}
+        async with websockets.connect(url, additional_headers=headers, subprotocols=["tts.v2"]) as ws:
+            await ws.recv()
+            await ws.send(json.dumps({"type": "begin", "id": "t", "model": "kokoro", "voice": "af_sky"}))
+            await ws.send(json.dumps({"type": "text", "id": "t", "text": "<speak>Plain words here.</speak> "}))
+            await ws.send(json.dumps({"type": "close", "id": "t"}))
+            return await collect(ws)
+
+    _, audio, end = asyncio.run(stream())
+    assert end["type"] == "end" and len(audio) > 0 and "marks" not in end
+    assert end["characters"] > 0

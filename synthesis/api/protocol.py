@@ -149,6 +149,7 @@ def _begin(message: dict, utterance: str, organization=None) -> Begin:
             utterance,
         )
     body["input"] = "-"  # the options are checked now; the text is checked piece by piece
+    body["input_format"] = "text"  # streamed text is plain text, even a piece that starts with <speak
     speech = _validated(body, message, utterance, organization)
     del speech["input"]
     return Begin(utterance, speech, text)

@@ -183,6 +183,15 @@ async def speech(request: HttpRequest) -> HttpResponse:
 
 
 PREVIEW_TEXT = "Hello! This is how I sound. 你好，这是我的声音。"
+# A built-in voice of one other language is heard in it (Kokoro's Spanish, French... voices).
+PREVIEW_TEXTS = {
+    "es": "¡Hola! Así es como sueno.",
+    "fr": "Bonjour ! Voici ma voix.",
+    "it": "Ciao! Ecco come suono.",
+    "pt-br": "Olá! É assim que eu soo.",
+    "hi": "नमस्ते! मेरी आवाज़ ऐसी है।",
+    "ja": "こんにちは。これが私の声です。",
+}
 PREVIEW_SEED = 20251130  # one preview per voice and model version: cached after the first
 
 
@@ -193,13 +202,16 @@ async def preview(
     organization's own, on its own model): a fixed sentence and seed, generated and cached like any
     request, billed nothing. 404 for a voice neither built in nor of this organization."""
     own = await scoped(Voice, principal.organization).filter(pk=voice_id).afirst()
+    text = PREVIEW_TEXT
     if own is not None:
         model = own.model
     else:
         model = model_for(model, principal.organization)
-        if offer.spec_for(model).voice(voice_id) is None:
+        builtin = offer.spec_for(model).voice(voice_id)
+        if builtin is None:
             raise ApiError(404, f"No voice '{voice_id[:70]}' in this organization.", "not_found")
-    body = {"model": model, "input": PREVIEW_TEXT, "voice": voice_id, "seed": PREVIEW_SEED, "response_format": fmt}
+        text = PREVIEW_TEXTS.get(builtin.language, PREVIEW_TEXT)
+    body = {"model": model, "input": text, "voice": voice_id, "seed": PREVIEW_SEED, "response_format": fmt}
     serializer = SpeechRequestSerializer(data=body)
     if not serializer.is_valid():
         raise validation_error(serializer.errors)

@@ -122,6 +122,14 @@ def prepare_speech(
         text = finish(text, matcher.apply)
     spoken = text.segments if ssml else tuple(matcher.apply(segment) for segment in text.segments)
     for i, segment in enumerate(spoken):
+        if estimate_seconds(segment) > 2 * MAX_SEGMENT_SECONDS and ssml:  # say-as, sub: what a span says
+            raise ApiError(
+                400,
+                f"Invalid SSML: sentence {i + 1} says too much to speak as one ({len(segment)} characters once "
+                "say-as, sub and the lexicons are applied); cut it with <s> or <break>.",
+                "invalid_ssml",
+                "input",
+            )
         if estimate_seconds(segment) > 2 * MAX_SEGMENT_SECONDS:  # aliases must not blow a sentence up
             raise ApiError(
                 400,

@@ -35,7 +35,7 @@ def styled(
     for style in text.styles:
         key = (style.voice, style.rate, style.lang)
         if key not in made:
-            made[key] = _params(data, organization, limits, spec, style, params, seed)
+            made[key] = _params(data, organization, limits, spec, text, style, params, seed)
         body = style.as_dict()
         if made[key] is not None:
             body["params"] = made[key]
@@ -43,7 +43,9 @@ def styled(
     return tuple(out)
 
 
-def _params(data: dict, organization, limits: Limits, spec: EngineSpec, style, params: Any, seed: int) -> dict | None:
+def _params(
+    data: dict, organization, limits: Limits, spec: EngineSpec, text: PreparedText, style, params: Any, seed: int
+) -> dict | None:
     if not style.voice and style.rate == 1.0 and not style.lang:
         return None
     speed = float(data.get("speed", 1.0)) * style.rate
@@ -59,9 +61,10 @@ def _params(data: dict, organization, limits: Limits, spec: EngineSpec, style, p
         engines.check_voice_allowed(limits, spec, voice_name)
         voice = resolve_voice(organization, voice_name, spec)
     except ApiError as exc:
-        raise ApiError(
-            exc.status, f'Invalid SSML: <voice name="{voice_name}">: {exc.message}', exc.code, "input"
-        ) from exc
+        place = next(((line, column) for name, line, column in text.voice_places if name == voice_name), (None, None))
+        said = str(SsmlError(f'<voice name="{voice_name}">: {exc.message}', *place))
+        code = "invalid_ssml" if exc.status == 400 else exc.code  # a plan's 403, a voice still encoding's 409
+        raise ApiError(exc.status, said, code, "input") from exc
     body = {**data, "speed": speed, "voice": voice_name}
     if style.lang:
         body["lang"] = style.lang

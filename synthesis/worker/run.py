@@ -285,7 +285,7 @@ class JobRun:
         key = ""
         if job.cacheable and self.position * 2 <= settings.TTS_CACHE_MAX_ENTRY_BYTES:
             key = cache.cache_key(
-                job.organization_id, self.model_version, cache.segments_text(job.segments), self.params
+                job.organization_id, self.model_version, cache.segments_text(job.segments, job.styles), self.params
             )
             try:
                 if not cache.put(key, self._audio(), self.captions):

@@ -71,9 +71,12 @@ class Styling:
         if style is None or not style.marks:
             return ()
         out = []
-        for name, offset in style.marks:
-            if offset < 0:  # after the break that ends the input
-                out.append(Mark(name, round(end + style.after_ms / 1000, 3)))
+        for name, offset, ms in style.marks:
+            if offset < 0:  # after the last words, that far into the closing break
+                out.append(Mark(name, round(end + ms / 1000, 3)))
+                continue
+            if offset == 0 and ms:  # in the break before the words, that far before them
+                out.append(Mark(name, round(start - ms / 1000, 3)))
                 continue
             time, approximate = self._time(text, read, offset, start, end, words, self.params[segment])
             out.append(Mark(name, round(time, 3), approximate))

@@ -14,6 +14,7 @@ from inference.sayas import say_as
 from inference.ssml import SsmlError, is_ssml
 from inference.ssml_text import finish
 from inference.ssml_xml import MAX_ELEMENTS
+from inference.text import TextError
 from inference.voxcpm.spec import SPEC as VOXCPM
 from synthesis.audio.cache import segments_text
 
@@ -112,8 +113,18 @@ def test_marks_are_placed_by_where_they_fall_in_the_segments(spec):
         '<mark name="after-break"/>Again.<mark name="last"/><break time="1s"/><mark name="tail"/></speak>',
     )
     assert text.segments == ("Hello there.", "Again.")
-    assert text.styles[0].marks == (("start", 0), ("mid", 6))
-    assert text.styles[1].marks == (("after-break", 0), ("last", 6), ("tail", -1))
+    assert text.styles[0].marks == (("start", 0, 0), ("mid", 6, 0))
+    assert text.styles[1].marks == (("after-break", 0, 0), ("last", 6, 0), ("tail", -1, 1000))
+
+
+def test_marks_inside_breaks_keep_their_place_in_the_silence():
+    text = prepared(
+        KOKORO,
+        '<speak><mark name="m0"/><break time="1s"/>Hello.<break time="2s"/><mark name="a"/>'
+        '<break time="1s"/><mark name="b"/></speak>',
+    )
+    assert text.styles[0].pause_ms == 1000 and text.styles[0].after_ms == 3000
+    assert text.styles[0].marks == (("m0", 0, 1000), ("a", -1, 2000), ("b", -1, 3000))
 
 
 @pytest.mark.parametrize(
@@ -215,3 +226,53 @@ def test_kokoro_takes_ipa_in_its_own_symbols_and_refuses_a_symbol_it_cannot_read
 def test_a_break_before_punctuation_keeps_its_pause_on_the_words_after_it():
     text = prepared(KOKORO, '<speak>Hello<break time="700ms"/>, world.</speak>')
     assert text.segments == ("Hello,", "world.") and text.styles[1].pause_ms == 700
+
+
+def test_a_break_before_nothing_to_say_is_kept_and_added_to_the_next():
+    alone = prepared(KOKORO, '<speak>Hello<break time="3s"/>.</speak>')
+    assert alone.segments == ("Hello.",) and alone.styles[0].after_ms == 3000
+    two = prepared(KOKORO, '<speak>Hello <break time="3s"/> ... <break time="2s"/> world.</speak>')
+    assert two.segments[-1] == "world." and two.styles[-1].pause_ms == 5000
+
+
+def test_what_a_span_says_counts_in_the_segments_length():
+    call = 'Call <say-as interpret-as="telephone">+1 (555) 010-0199</say-as>. '
+    text = prepared(CHATTTS, "<speak>" + call * 12 + "</speak>")
+    assert len(text.segments) > 1  # packed by what is said, not by one character a span
+
+
+def test_the_text_outside_lang_spans_is_still_checked_for_the_models_languages():
+    with pytest.raises(TextError, match="the input has Russian"):
+        CHATTTS.prepare('<speak><lang xml:lang="en">x</lang> Привет</speak>', ssml=True)
+
+
+@pytest.mark.parametrize(
+    ("ssml", "needle"),
+    [
+        ('<say-as interpret-as="date" format="y">' + "9" * 300 + "</say-as>", "years of up to 4 digits"),
+        ('<say-as interpret-as="currency">$1e14</say-as>', "not an amount"),
+        ('<say-as interpret-as="characters">--</say-as>', "nothing to say"),
+        ('<mark name="' + "m" * 200 + '"/>x', "at most 128 characters"),
+        ("<mark name='m'/>" * 501 + "x", "more than 500 marks"),
+    ],
+)
+def test_say_as_and_marks_beyond_their_bounds_are_400s_not_errors(ssml, needle):
+    assert needle in refusal(KOKORO, "<speak>Hi " + ssml + "</speak>")
+
+
+def test_currency_a_language_cannot_name_is_said_as_the_number_and_its_code():
+    text = prepared(KOKORO, '<speak xml:lang="pt-BR">Olá <say-as interpret-as="currency">12.50 USD</say-as>.</speak>')
+    assert "USD" in text.segments[0] or "dólares" in text.segments[0]
+
+
+def test_a_phoneme_is_billed_by_what_it_says_and_nested_volume_is_bounded():
+    long = "həlˈO" * 20
+    billed = KOKORO.prepare(f'<speak><phoneme alphabet="ipa" ph="{long}">a</phoneme></speak>', ssml=True).spoken_chars
+    assert billed >= 80
+    loud = '<prosody volume="+20dB">' * 4 + "x" + "</prosody>" * 4
+    assert prepared(KOKORO, f"<speak>{loud}</speak>").styles[0].volume_db == 20.0
+
+
+def test_a_lexicon_cannot_forge_a_mark():
+    text = prepared(KOKORO, "<speak>Hello world.</speak>", lexicon=lambda t: t.replace("world", "world\U000f0003"))
+    assert text.segments == ("Hello world.",) and text.styles[0].marks == ()
