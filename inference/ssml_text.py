@@ -17,7 +17,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
-from .ssml import PARAGRAPH_PAUSE_MS, Document, Edge, Mark, Pause, Style, Words, parse
+from .ssml import PARAGRAPH_PAUSE_MS, PRIVATE, Document, Edge, Mark, Pause, SsmlError, Style, Words, parse
 from .text import PHONEME_LINK, PreparedText, Segmenting, refuse_other_languages, refuse_unknown_tags, segment_text
 
 MARK = 0xF0000  # mark n is chr(MARK + n) in the text until `finish`
@@ -68,10 +68,6 @@ class SegmentStyle:
         fields = {k: v for k, v in value.items() if k in cls.__dataclass_fields__ and k != "marks"}
         marks = tuple((str(m[0]), int(m[1]), int(m[2]) if len(m) > 2 else 0) for m in value.get("marks", ()))
         return cls(**fields, marks=marks)
-
-    @property
-    def prosody(self) -> Style:
-        return Style(self.voice, self.rate, self.volume_db, self.pitch, self.lang)
 
 
 @dataclass
@@ -152,7 +148,7 @@ def _weight(item: Words) -> int:
 
 
 def _plain(text: str) -> str:
-    return re.sub("[\U000f0000-\U0010ffff]", "", text)
+    return PRIVATE.sub("", text)
 
 
 def _expand(piece: str, fixed: list[Words], spoken: bool) -> str:
@@ -230,7 +226,7 @@ def build(doc: Document, cutting: Segmenting) -> PreparedText:
         if opening and pause is not None:  # the block said nothing: its pause goes on to the next words
             carry_pause = pause
     if not segments:
-        raise_nothing()
+        raise SsmlError("there is nothing to say (no words outside the markup).")
     segments[-1] += carry
     tail_pause += carry_pause or 0
     if tail_pause or tail_marks:  # a break at the end, and marks after it (offset -1: that far into it)
@@ -247,12 +243,6 @@ def build(doc: Document, cutting: Segmenting) -> PreparedText:
         mark_ms=tuple(marks.ms),
         voice_places=tuple((name, line, column) for name, (line, column) in doc.voices.items()),
     )
-
-
-def raise_nothing() -> None:
-    from .ssml import SsmlError  # noqa: PLC0415
-
-    raise SsmlError("there is nothing to say (no words outside the markup).")
 
 
 def doc_text(doc: Document) -> str:
@@ -282,7 +272,7 @@ def prepare_ssml(
 def _lexicon(lexicon: Callable[[str], str] | None, text: str) -> str:
     """`text` through the lexicons, without the characters this module gives meanings to (marks,
     spans: an alias cannot forge one)."""
-    return text if lexicon is None else re.sub("[\U000f0000-\U0010ffff]", "", lexicon(text))
+    return text if lexicon is None else PRIVATE.sub("", lexicon(text))
 
 
 def finish(text: PreparedText, lexicon: Callable[[str], str] | None = None) -> PreparedText:
