@@ -8,11 +8,15 @@ TTS_TEST_CHECKPOINT before running pytest.
 from __future__ import annotations
 
 import os
+import time
 from dataclasses import dataclass
 
 import httpx
 import pytest
 from django.conf import settings
+from django.core.management.base import CommandError
+from django.db import OperationalError
+from django.test import TransactionTestCase
 
 from accounts.models import Organization
 from billing.limits import subscription_for
@@ -30,6 +34,26 @@ def pytest_configure(config):
             f"{', '.join(missing)} not set: run the tests with ./scripts/test, which starts Redis and "
             "PostgreSQL and makes the tiny checkpoint."
         )
+    TransactionTestCase._fixture_teardown = _flush_retrying_deadlocks(TransactionTestCase._fixture_teardown)
+
+
+def _flush_retrying_deadlocks(teardown):
+    """A transactional test ends by truncating every table. The live stack's worker and web
+    processes may still be writing then (a cancelled job settling its usage a moment after the
+    client heard "cancelled"): PostgreSQL can pick the TRUNCATE as a deadlock's victim. The
+    other writer commits, so the flush is tried again instead of failing the test that ended."""
+
+    def retrying(self):
+        for attempt in range(5):
+            try:
+                return teardown(self)
+            except CommandError as exc:
+                cause = exc.__cause__
+                if attempt == 4 or not (isinstance(cause, OperationalError) and "deadlock" in str(cause)):
+                    raise
+                time.sleep(0.2 * (attempt + 1))
+
+    return retrying
 
 
 # Fixtures through which a test touches the database (directly or through the live web process).

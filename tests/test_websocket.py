@@ -170,6 +170,10 @@ def test_cancel_stops_the_utterance(live_stack):
                     return json.loads(frame)
 
     assert run(go()) == {"type": "end", "id": "long", "cancelled": True}
+    job = wait_until(  # the worker settles the segments it finished (and nothing more is written after)
+        lambda: Job.objects.filter(organization=org.org, status__in=Job.FINAL).first(), 30, "never settled"
+    )
+    assert job.status == Job.Status.CANCELLED
 
 
 def test_a_client_that_stops_reading_is_closed_with_4008_and_its_job_stopped(live_stack, tmp_path, settings):
