@@ -246,7 +246,9 @@ def build(doc: Document, cutting: Segmenting) -> PreparedText:
 
 
 def doc_text(doc: Document) -> str:
-    return re.sub(r"\s+", " ", "".join(i.shown for i in doc.items if isinstance(i, Words))).strip()
+    """The text as written: its words, a space where a sentence, paragraph or break parts them."""
+    said = "".join(i.shown if isinstance(i, Words) else "" if isinstance(i, Mark) else " " for i in doc.items)
+    return re.sub(r"\s+", " ", said).strip()
 
 
 def prepare_ssml(

@@ -48,6 +48,7 @@ def test_breaks_sentences_and_paragraphs_become_segments_with_their_pauses(spec)
     assert pauses == [300, None, 400, 1500, 1000]  # a leading break; a new paragraph; breaks inside a sentence
     assert text.styles[-1].after_ms == 2000
     assert {3, 4} <= text.continued and 2 not in text.continued  # "six" goes on with "Five"; a paragraph does not
+    assert text.text == "One two. Three four Five six seven."  # as written (history): parted where they part
 
 
 @pytest.mark.parametrize("spec", ENGINES, ids=lambda s: s.name)
@@ -142,6 +143,7 @@ def test_marks_inside_breaks_keep_their_place_in_the_silence():
         ("<speak>Hi <p>unclosed</speak>", "line 1, column 24: not well-formed XML (mismatched tag"),
         ("<speak><break/><mark name='x'/></speak>", "nothing to say"),
         ("<speak>" + "<break time='10s'/>x" * 13 + "</speak>", "breaks add up to more than 120 s"),
+        ("<speak>" + "<p>x</p>" * 301 + "</speak>", "(each <p> counts 400 ms, its pause)"),
         ("<speak>" + "<s>" * 30 + "deep" + "</s>" * 30 + "</speak>", "nested more than 24 deep"),
     ],
 )
