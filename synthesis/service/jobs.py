@@ -144,6 +144,7 @@ def submit_job(
             expires=how.queue_deadline,
             request_id=request_id,
             params=job.params,
+            styles=job.styles,
         )
     except Exception as exc:
         logger.exception("could not enqueue", extra={"job_id": str(job.id)})
@@ -277,6 +278,7 @@ def requeue_lost_job(job: Job) -> bool:
             expires=queue_deadline(job.interactive),
             request_id=job.request_id,
             params=job.params,
+            styles=job.styles,
         )
     except Exception:
         logger.exception("could not enqueue a lost job again", extra={"job_id": str(job.id)})

@@ -1,6 +1,7 @@
-"""Speaker-sharded routing: a job whose voice has a prompt worth keeping (a VoxCPM2 clone: its
-reference's key/value prefix, `EngineSpec.voice_affinity`) goes to the worker that owns that
-voice, so that the prompt is built on one worker and kept there, not on every worker in turn.
+"""Speaker-sharded routing: a job whose voice (its own, else an SSML `<voice>` span's) has a prompt
+worth keeping (a VoxCPM2 clone: its reference's key/value prefix, `EngineSpec.voice_affinity`) goes
+to the worker that owns that voice, so that the prompt is built on one worker and kept there, not
+on every worker in turn.
 
 A voice is given an owner the first time it is routed, and keeps it while that worker is ready (a
 table in Redis, shared by every web process; a voice unused for an hour is nobody's again): the
@@ -27,6 +28,7 @@ import logging
 import math
 import time
 from collections import Counter
+from collections.abc import Mapping, Sequence
 
 from django.conf import settings
 
@@ -78,11 +80,21 @@ def owner(key: str, states: list[WorkerState], owners: dict[str, str] | None = N
     return next(w for w in ordered if owned[w.name] < math.ceil(voices * w.capacity / capacity_total))
 
 
-def queue_for(engine: str, params: dict) -> str:
-    """The queue a job of `engine` with these parameters (the job's `params`) is sent to."""
+def affinity_key(engine: str, params: dict, styles: Sequence[Mapping] = ()) -> str:
+    """The voice a job is routed by: its own, else the first SSML `<voice>` span's (a segment's
+    `params` in the job's `styles`) that has a prompt to keep; "" when none has."""
     spec = SPECS[engine]
-    shared = spec.queue_name
-    key = spec.voice_affinity(params) if settings.TTS_VOICE_ROUTING and spec.voice_affinity else ""
+    if not (settings.TTS_VOICE_ROUTING and spec.voice_affinity):
+        return ""
+    candidates = [params, *(style["params"] for style in styles if style.get("params"))]
+    return next((key for key in map(spec.voice_affinity, candidates) if key), "")
+
+
+def queue_for(engine: str, params: dict, styles: Sequence[Mapping] = ()) -> str:
+    """The queue a job of `engine` with these parameters (the job's `params`, and its segments'
+    `styles`) is sent to."""
+    shared = SPECS[engine].queue_name
+    key = affinity_key(engine, params, styles)
     if not key:
         return shared
     states = live_workers(engine)

@@ -72,6 +72,7 @@ def _enqueue(job: Job, queue_priority: int) -> None:
             expires=queue_deadline(False),
             request_id=job.request_id,
             params=job.params,
+            styles=job.styles,
         )
     except Exception:
         logger.exception("could not enqueue a job that waited for a slot", extra={"job_id": str(job.id)})

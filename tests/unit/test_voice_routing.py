@@ -115,6 +115,17 @@ def test_a_clones_job_goes_to_its_owners_queue_and_a_designs_to_the_shared_one(r
     assert routing.queue_for("voxcpm", clone) == "tts-voxcpm"
 
 
+def test_an_ssml_voice_span_with_a_clone_routes_the_job_to_that_clones_owner(registry, settings):
+    settings.TTS_VOICE_ROUTING = True
+    design = {"reference": "", "design": "calm"}
+    styles = [{"pause_ms": 300}, {"voice": "my-clone", "params": {"reference": "clone patches", "design": ""}}]
+    owner = routing.owner(digest("clone patches"), workers.live_workers("voxcpm"))
+    assert routing.queue_for("voxcpm", design, styles) == owner.queue  # the span's clone: its prompt is kept there
+    assert routing.queue_for("voxcpm", design, [{"pause_ms": 300}]) == "tts-voxcpm"  # no span with a clone
+    own = {"reference": "own patches", "design": ""}
+    assert routing.affinity_key("voxcpm", own, styles) == digest("own patches")  # the request's own voice first
+
+
 def test_a_busier_owner_sends_the_job_to_the_shared_queue(registry, settings):
     settings.TTS_VOICE_ROUTING = True
     clone = {"reference": "packed patches"}
