@@ -8,24 +8,16 @@ engine lacks is refused from its spec, naming the engine.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 
 from .ssml_text import prepare_ssml
-from .text import MEMOISED_CHARS, PreparedText, Segmenting, prepare
+from .text import PreparedText, Segmenting, memoised, prepare
 
 SAMPLE_RATE = 24000  # OpenAI's rate: what a plain `pcm` is on every engine, and the default engines' rate
 
 
-def prepare_ssml_memoised(text: str, *args) -> PreparedText:
-    """`prepare_ssml`, memoised up to MEMOISED_CHARS (as plain text's `prepare` is)."""
-    return _prepare_ssml(text, *args) if len(text) <= MEMOISED_CHARS else prepare_ssml(text, *args)
-
-
-@functools.lru_cache(maxsize=1024)
-def _prepare_ssml(text: str, *args) -> PreparedText:
-    return prepare_ssml(text, *args)
+prepare_ssml_memoised = memoised(maxsize=1024)(prepare_ssml)
 
 
 @dataclass(frozen=True)

@@ -16,9 +16,13 @@ import importlib.metadata
 import re
 import threading
 import unicodedata
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TypeVar
 
 from .scripts import refusal, written_in
+
+T = TypeVar("T")
 
 # Anything written like a tag: a bracketed word. An engine names the inline tags it takes
 # (`EngineSpec.inline_tags`); ChatTTS's tokenizer knows more special tokens than those ([Stts],
@@ -251,6 +255,24 @@ def has_words(segment: str) -> bool:
 MEMOISED_CHARS = 4096  # texts up to a speech request's size are memoised; a long job's are not kept
 
 
+def memoised(maxsize: int) -> Callable[[Callable[..., T]], Callable[..., T]]:
+    """A function of a text (its first argument) memoised for texts up to MEMOISED_CHARS: repeated
+    texts (greetings, prompts: what the audio cache serves) come back often, while a 200,000-character
+    job's text would only fill the memory. `cache_clear` as lru_cache's."""
+
+    def wrap(fn: Callable[..., T]) -> Callable[..., T]:
+        cached = functools.lru_cache(maxsize=maxsize)(fn)
+
+        @functools.wraps(fn)
+        def call(text: str, *args):
+            return cached(text, *args) if len(text) <= MEMOISED_CHARS else fn(text, *args)
+
+        call.cache_clear = cached.cache_clear  # type: ignore[attr-defined]
+        return call
+
+    return wrap
+
+
 @dataclass(frozen=True)
 class Segmenting:
     """How an engine wants its text cut (`segment_text`)."""
@@ -259,26 +281,12 @@ class Segmenting:
     first_piece_seconds: float = 0.0  # with pack off: the first sentence cut after about this much
 
 
+@memoised(maxsize=4096)
 def prepare(
     text: str, tags: frozenset[str], spoken: tuple[str, ...], model: str, cutting: Segmenting = Segmenting()
 ) -> PreparedText:
     """Validate `text` for a model (its inline `tags`, the languages it has `spoken`) and split it
-    into segments as the model wants them (cheap: no normalisation). Memoised up to MEMOISED_CHARS:
-    repeated texts (greetings, prompts: what the audio cache serves) come back often, while a
-    200,000-character job's text would only fill the memory."""
-    if len(text) <= MEMOISED_CHARS:
-        return _prepare_memoised(text, tags, spoken, model, cutting)
-    return _prepare(text, tags, spoken, model, cutting)
-
-
-@functools.lru_cache(maxsize=4096)
-def _prepare_memoised(
-    text: str, tags: frozenset[str], spoken: tuple[str, ...], model: str, cutting: Segmenting
-) -> PreparedText:
-    return _prepare(text, tags, spoken, model, cutting)
-
-
-def _prepare(text: str, tags: frozenset[str], spoken: tuple[str, ...], model: str, cutting: Segmenting) -> PreparedText:
+    into segments as the model wants them (cheap: no normalisation). Memoised (`memoised`)."""
     refuse_unknown_tags(text, tags, model)
     refuse_other_languages(text, spoken, model)
     tidy = re.sub(r"[ \t]+", " ", text).strip()

@@ -10,7 +10,7 @@ from inference import text as text_module
 from inference.chattts.spec import INLINE_TAGS
 from inference.chattts.spec import SPEC as CHATTTS
 from inference.kokoro.spec import SPEC as KOKORO
-from inference.text import TextError, _prepare_memoised, normalize_segment
+from inference.text import TextError, normalize_segment
 
 prepare = CHATTTS.prepare
 
@@ -41,10 +41,10 @@ CHATTTS_SPECIAL = [
 
 @pytest.fixture(autouse=True)
 def fresh_prepare():
-    _prepare_memoised.cache_clear()  # memoised: a test that patches normalize must not see another's result
+    text_module.prepare.cache_clear()  # memoised: a test that patches normalize must not see another's result
     normalize_segment.cache_clear()
     yield
-    _prepare_memoised.cache_clear()
+    text_module.prepare.cache_clear()
     normalize_segment.cache_clear()
 
 
