@@ -24,6 +24,7 @@ from billing.models import Plan, QuotaPeriod, UsageEvent
 from inference.registry import SPECS
 from synthesis.api import protocol
 from synthesis.service.prepared import zero_retention
+from synthesis.webhook_models import WebhookDelivery, WebhookEndpoint
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -284,6 +285,44 @@ def test_the_webhook_secret_is_never_shown_and_is_rotated_by_an_audited_action(a
     assert (
         invitation.token not in admin_client.get(f"/admin/accounts/invitation/{invitation.pk}/change/").content.decode()
     )
+
+
+def test_operators_see_webhook_endpoints_and_deliveries_without_secrets_and_change_neither(admin_client):
+    org = new_org()
+    endpoint = WebhookEndpoint.objects.create(
+        organization=org, url="https://hooks.example.com/tts", events=["job.failed"]
+    )
+    delivery = WebhookDelivery.objects.create(
+        organization=org,
+        endpoint=endpoint,
+        event=WebhookDelivery.Event.JOB_EVENT,
+        event_type="job.failed",
+        message_id="msg_1",
+        url=endpoint.url,
+        status=500,
+        attempts=[{"status": 500}, {"status": 500}],
+        response_body="receiver down",
+    )
+    pages = {
+        url: admin_client.get(url)
+        for url in (
+            "/admin/synthesis/webhookendpoint/",
+            f"/admin/synthesis/webhookendpoint/{endpoint.pk}/change/",
+            "/admin/synthesis/webhookdelivery/?q=msg_1",
+            f"/admin/synthesis/webhookdelivery/{delivery.pk}/change/",
+        )
+    }
+    assert all(p.status_code == 200 for p in pages.values())
+    text = {url: html.unescape(p.content.decode()) for url, p in pages.items()}
+    assert all(endpoint.secret not in t for t in text.values())
+    assert "https://hooks.example.com/tts" in text["/admin/synthesis/webhookendpoint/"]
+    listed = text["/admin/synthesis/webhookdelivery/?q=msg_1"]
+    assert "job.failed" in listed and "1 webhook delivery" in listed
+    assert "receiver down" in text[f"/admin/synthesis/webhookdelivery/{delivery.pk}/change/"]
+    assert admin_client.get("/admin/synthesis/webhookendpoint/add/").status_code == 403
+    admin_client.post(f"/admin/synthesis/webhookendpoint/{endpoint.pk}/change/", {"url": "https://evil.example"})
+    endpoint.refresh_from_db()
+    assert endpoint.url == "https://hooks.example.com/tts"  # the tenant's to change
 
 
 def refusal(response) -> dict:
