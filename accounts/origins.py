@@ -2,7 +2,9 @@
 client tokens. Only `POST /v1/audio/speech` answers a browser, and only for a token: a preflight
 (which carries no credentials) is answered for an origin some organization lists, and the actual
 response carries `Access-Control-Allow-Origin` only when the token's own organization lists the
-origin. An API key's response never does: a key belongs on a server, not in a page."""
+origin. An API key's response never does: a key belongs on a server, not in a page. A token that
+no longer opens anything (spent, expired, revoked) gets its 401 answered to an origin some
+organization lists, as its preflight was, so that the page can say why."""
 
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ from tts_saas.threads import in_thread
 
 from . import audit
 from .auth import Principal
+from .client_tokens import PREFIX as TOKEN_PREFIX
 from .models import Organization
 
 MAX_ORIGINS = 20
@@ -74,6 +77,11 @@ def _preflight(origin: str) -> HttpResponse:
     return response
 
 
+def _bears_token(request) -> bool:
+    scheme, _, credential = request.headers.get("Authorization", "").partition(" ")
+    return scheme.lower() == "bearer" and credential.strip().startswith(TOKEN_PREFIX)
+
+
 def browser_cors(view):
     """An async speech view that answers browsers calling with a client token (see the module)."""
 
@@ -86,6 +94,11 @@ def browser_cors(view):
         response = await view(request, *args, **kwargs)
         principal = actor_var.get()  # who authenticated in the view, if anyone did
         if origin and isinstance(principal, Principal) and principal.token and listed(principal.organization, origin):
+            answered = True
+        else:  # a spent or expired token: the page may read the 401 that says so (as the preflight allowed)
+            answered = bool(origin) and response.status_code == 401 and _bears_token(request)
+            answered = answered and await in_thread(listed_anywhere)(origin)
+        if answered:
             response["Access-Control-Allow-Origin"] = origin
             response["Access-Control-Expose-Headers"] = EXPOSED_HEADERS
             response["Vary"] = "Origin"

@@ -148,5 +148,13 @@ def test_browser_origins_an_organization_lists_may_speak_with_its_tokens_and_no_
     with live_stack.client(mint(live_stack, owner.key, max_characters=5)["token"]) as client:
         over = client.post("/audio/speech", json=SPEAK, headers={"Origin": app})
     assert over.status_code == 403 and over.headers["access-control-allow-origin"] == app  # the page reads why
+    with live_stack.client("tts_tok_" + "x" * 43) as client:  # spent, expired or never issued: a 401 the page reads
+        gone = client.post("/audio/speech", json=SPEAK, headers={"Origin": app})
+        gone_elsewhere = client.post("/audio/speech", json=SPEAK, headers={"Origin": elsewhere})
+    assert gone.status_code == 401 and gone.headers["access-control-allow-origin"] == app
+    assert gone_elsewhere.status_code == 401 and "access-control-allow-origin" not in gone_elsewhere.headers
+    with live_stack.client("sk-not-a-token") as client:  # a key's 401 is never answered to a page
+        by_bad_key = client.post("/audio/speech", json=SPEAK, headers={"Origin": app})
+    assert by_bad_key.status_code == 401 and "access-control-allow-origin" not in by_bad_key.headers
     events = owner.org.audit_events.filter(action="settings.browser_origins")
     assert [e.after for e in events] == [{"browser_origins": [app]}]
