@@ -69,7 +69,7 @@ def main() -> None:
     from inference.kokoro.engine import KokoroEngine
     from inference.kokoro.spec import SPEC
     from inference.ssml_text import finish, prepare_ssml
-    from inference.text import _prepare, normalize_segment
+    from inference.text import normalize_segment, prepare
 
     torch.set_num_threads(args.threads)
     ssml, doc = document()
@@ -88,7 +88,7 @@ def main() -> None:
     prepared = ssml_prep()
     ssml_s = best(ssml_prep, args.runs * 20)
     plain_s = best(
-        lambda: _prepare(plain, SPEC.inline_tags, SPEC.languages, SPEC.name, SPEC.segmenting), args.runs * 20
+        lambda: prepare.__wrapped__(plain, SPEC.inline_tags, SPEC.languages, SPEC.name, SPEC.segmenting), args.runs * 20
     )
     print(
         f"web: SSML parse + preparation {ssml_s * 1000 * per:.2f} ms per 1,000 spoken characters "

@@ -141,8 +141,6 @@ class _Walk:
         self.children(node, style)
 
     def on_p(self, node: Node, style: Style) -> None:
-        if node.tag == "p":  # at most this pause before it: counted with the breaks
-            self.pause_for(node, PARAGRAPH_PAUSE_MS)
         self.doc.items.append(Edge(paragraph=node.tag == "p"))
         if XML_LANG in node.attrs:
             style = replace(style, lang=self.lang(node, node.attrs[XML_LANG]))
@@ -168,17 +166,10 @@ class _Walk:
             ms = round(float(match.group(1)) * (1000 if match.group(2) == "s" else 1))
             if ms > MAX_BREAK_MS:
                 raise self.fail(node, f"break time '{node.attrs['time']}' is over {MAX_BREAK_MS // 1000} s.")
-        self.pause_for(node, ms)
-        self.doc.items.append(Pause(ms))
-
-    def pause_for(self, node: Node, ms: int) -> None:
         self.breaks += ms
         if self.breaks > MAX_TOTAL_BREAK_MS:
-            raise self.fail(
-                node,
-                f"the breaks add up to more than {MAX_TOTAL_BREAK_MS // 1000} s "
-                f"(each <p> counts {PARAGRAPH_PAUSE_MS} ms, its pause).",
-            )
+            raise self.fail(node, f"the breaks add up to more than {MAX_TOTAL_BREAK_MS // 1000} s.")
+        self.doc.items.append(Pause(ms))
 
     def on_mark(self, node: Node, style: Style) -> None:
         name = node.attrs.get("name", "")

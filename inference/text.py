@@ -264,8 +264,8 @@ def memoised(maxsize: int) -> Callable[[Callable[..., T]], Callable[..., T]]:
         cached = functools.lru_cache(maxsize=maxsize)(fn)
 
         @functools.wraps(fn)
-        def call(text: str, *args):
-            return cached(text, *args) if len(text) <= MEMOISED_CHARS else fn(text, *args)
+        def call(text: str, *args, **kwargs):
+            return (cached if len(text) <= MEMOISED_CHARS else fn)(text, *args, **kwargs)
 
         call.cache_clear = cached.cache_clear  # type: ignore[attr-defined]
         return call

@@ -2,8 +2,10 @@ from __future__ import annotations
 
 from django.contrib import admin
 
+from accounts.admin import ReadOnlyAdmin
 from synthesis.models import Job
 from synthesis.webhook_models import WebhookDelivery, WebhookEndpoint
+from tts_saas.outbound import without_credentials
 
 
 @admin.register(Job)
@@ -17,30 +19,28 @@ class JobAdmin(admin.ModelAdmin):
         return False
 
 
-class ReadOnlyAdmin(admin.ModelAdmin):
-    """Shown to operators, changed only by the tenant (the dashboard's Webhooks page, the API)."""
-
-    def has_add_permission(self, request) -> bool:
-        return False
-
-    def has_change_permission(self, request, obj=None) -> bool:
-        return False
-
-
 @admin.register(WebhookEndpoint)
 class WebhookEndpointAdmin(ReadOnlyAdmin):
-    """An organization's event endpoints, for finding why its events do not arrive; the signing
-    secrets never shown."""
+    """An organization's event endpoints, for finding why its events do not arrive: changed and
+    deleted only by the tenant (the dashboard's Webhooks page, the API); no secret shown (the
+    signing secrets, a URL's user and password)."""
 
-    list_display = ("url", "organization", "events", "enabled", "created_at")
+    list_display = ("target", "organization", "events", "enabled", "created_at")
     list_filter = ("enabled",)
-    search_fields = ("url", "organization__name", "organization__slug")
-    exclude = ("secret", "previous_secret")
+    search_fields = ("organization__name", "organization__slug")
+    exclude = ("url", "secret", "previous_secret")  # the URL's credentials are secrets too
+    readonly_fields = ("target",)
+
+    @admin.display(description="URL")
+    def target(self, endpoint: WebhookEndpoint) -> str:
+        return without_credentials(endpoint.url)
 
 
 @admin.register(WebhookDelivery)
 class WebhookDeliveryAdmin(ReadOnlyAdmin):
-    """Every message sent to a receiver, with each attempt and the last answer (bounded, masked)."""
+    """Every message sent to a receiver (its URL stored without credentials), with each attempt and
+    the last answer (bounded, masked): the tenant's record, kept as long as its job or
+    TTS_WEBHOOK_LOG_DAYS."""
 
     list_display = ("event_type", "url", "organization", "status", "error", "tries", "next_attempt_at", "at")
     list_filter = ("event", "event_type", "status", "error")

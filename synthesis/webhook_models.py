@@ -13,6 +13,7 @@ from django.db import models
 from django.utils import timezone
 
 from accounts.models import WEBHOOK_SECRET_GRACE, Organization, _new_webhook_secret
+from tts_saas.outbound import without_credentials
 
 # The event types an endpoint may receive (Standard Webhooks' `type`), with what they mean.
 EVENT_TYPES = {
@@ -43,8 +44,8 @@ class WebhookEndpoint(models.Model):
     class Meta:
         ordering = ["created_at", "id"]
 
-    def __str__(self) -> str:
-        return f"{self.url} ({', '.join(self.events)})"
+    def __str__(self) -> str:  # shown in the console: never the credentials a URL may carry
+        return f"{without_credentials(self.url)} ({', '.join(self.events)})"
 
     def previous_secret_valid_until(self, now: datetime | None = None) -> datetime | None:
         """Until when deliveries also carry a signature with the previous secret; None when not."""

@@ -48,8 +48,9 @@ def _flush_retrying_deadlocks(teardown):
             try:
                 return teardown(self)
             except CommandError as exc:
-                cause = exc.__cause__
-                if attempt == 4 or not (isinstance(cause, OperationalError) and "deadlock" in str(cause)):
+                cause = exc.__cause__  # Django's OperationalError over psycopg's DeadlockDetected (40P01)
+                deadlock = isinstance(cause, OperationalError) and getattr(cause.__cause__, "sqlstate", "") == "40P01"
+                if attempt == 4 or not deadlock:
                     raise
                 time.sleep(0.2 * (attempt + 1))
 

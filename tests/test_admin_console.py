@@ -290,7 +290,7 @@ def test_the_webhook_secret_is_never_shown_and_is_rotated_by_an_audited_action(a
 def test_operators_see_webhook_endpoints_and_deliveries_without_secrets_and_change_neither(admin_client):
     org = new_org()
     endpoint = WebhookEndpoint.objects.create(
-        organization=org, url="https://hooks.example.com/tts", events=["job.failed"]
+        organization=org, url="https://hook-user:s3cret-pw@hooks.example.com/tts", events=["job.failed"]
     )
     delivery = WebhookDelivery.objects.create(
         organization=org,
@@ -298,7 +298,7 @@ def test_operators_see_webhook_endpoints_and_deliveries_without_secrets_and_chan
         event=WebhookDelivery.Event.JOB_EVENT,
         event_type="job.failed",
         message_id="msg_1",
-        url=endpoint.url,
+        url="https://hooks.example.com/tts",  # as the log stores it
         status=500,
         attempts=[{"status": 500}, {"status": 500}],
         response_body="receiver down",
@@ -308,18 +308,21 @@ def test_operators_see_webhook_endpoints_and_deliveries_without_secrets_and_chan
         for url in (
             "/admin/synthesis/webhookendpoint/",
             f"/admin/synthesis/webhookendpoint/{endpoint.pk}/change/",
+            f"/admin/synthesis/webhookendpoint/{endpoint.pk}/history/",
             "/admin/synthesis/webhookdelivery/?q=msg_1",
             f"/admin/synthesis/webhookdelivery/{delivery.pk}/change/",
         )
     }
     assert all(p.status_code == 200 for p in pages.values())
     text = {url: html.unescape(p.content.decode()) for url, p in pages.items()}
-    assert all(endpoint.secret not in t for t in text.values())
+    assert all(endpoint.secret not in t and "s3cret-pw" not in t for t in text.values())
     assert "https://hooks.example.com/tts" in text["/admin/synthesis/webhookendpoint/"]
     listed = text["/admin/synthesis/webhookdelivery/?q=msg_1"]
     assert "job.failed" in listed and "1 webhook delivery" in listed
     assert "receiver down" in text[f"/admin/synthesis/webhookdelivery/{delivery.pk}/change/"]
     assert admin_client.get("/admin/synthesis/webhookendpoint/add/").status_code == 403
+    assert admin_client.get(f"/admin/synthesis/webhookendpoint/{endpoint.pk}/delete/").status_code == 403
+    assert admin_client.get(f"/admin/synthesis/webhookdelivery/{delivery.pk}/delete/").status_code == 403
     admin_client.post(f"/admin/synthesis/webhookendpoint/{endpoint.pk}/change/", {"url": "https://evil.example"})
     endpoint.refresh_from_db()
     assert endpoint.url == "https://hooks.example.com/tts"  # the tenant's to change

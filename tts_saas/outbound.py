@@ -103,6 +103,14 @@ class Target:
     addresses: tuple[str, ...]  # the checked IP addresses, the only ones to connect to
 
 
+def without_credentials(url: str) -> str:
+    """A target URL as logs and pages show it: without the user and password it may carry."""
+    try:
+        return str(httpx.URL(url).copy_with(username=None, password=None))
+    except (httpx.InvalidURL, ValueError, TypeError):
+        return url[:200]
+
+
 def parse(url: str, field: str = "The URL") -> httpx.URL:
     """An http(s) URL with a host, or RefusedTarget naming `field`."""
     try:

@@ -18,8 +18,8 @@ from django_ratelimit.core import is_ratelimited
 from accounts.tenancy import scoped
 from synthesis.models import WebhookDelivery, WebhookEndpoint
 from synthesis.service import deliveries
-from synthesis.service.callbacks import shown
 from tts_saas.errors import ApiError
+from tts_saas.outbound import without_credentials
 
 from ..access import member_required, page, require_active
 from ..throttles import too_many_attempts
@@ -126,7 +126,7 @@ def send_test(request):
         return too_many_attempts(request)
     org = request.principal.organization
     url = request.POST.get("url", "").strip()
-    request.session[LAST_TEST_URL] = shown(url)[:2000]  # never the credentials, never in the address bar
+    request.session[LAST_TEST_URL] = without_credentials(url)[:2000]  # never the credentials, never in the address bar
     try:
         sent = deliveries.send_test(org, url)
     except ApiError as exc:

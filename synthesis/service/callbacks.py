@@ -29,7 +29,6 @@ import time
 from datetime import UTC, datetime
 
 import httpcore
-import httpx
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
@@ -39,7 +38,7 @@ from accounts.models import Organization
 from synthesis.models import Job, WebhookDelivery, WebhookEndpoint
 from synthesis.webhook_models import BODY_CHARS
 from tts_saas import outbound
-from tts_saas.outbound import RefusedTarget, Target
+from tts_saas.outbound import RefusedTarget, Target, without_credentials
 
 logger = logging.getLogger(__name__)
 
@@ -166,14 +165,6 @@ def attempt(url: str, body: bytes, headers: dict[str, str]) -> tuple[int | None,
     return None, reason, b""
 
 
-def shown(url: str) -> str:
-    """A target URL as the delivery log shows it: without credentials."""
-    try:
-        return str(httpx.URL(url).copy_with(username=None, password=None))
-    except (httpx.InvalidURL, ValueError, TypeError):
-        return url[:200]
-
-
 def open_delivery(
     org: Organization,
     url: str,
@@ -198,7 +189,7 @@ def open_delivery(
         event=kind,
         event_type=event["type"],
         message_id=message_id,
-        url=shown(url)[:2000],
+        url=without_credentials(url)[:2000],
         request_body=json.dumps(event, separators=(",", ":"))[:BODY_CHARS],
     )
 
@@ -216,7 +207,7 @@ def try_delivery(delivery: WebhookDelivery, url: str, signer: Organization | Web
         locked.attempts = [*locked.attempts, entry]
         locked.at, locked.status, locked.error, locked.duration_ms = started, status, error, took
         locked.response_body = masked(answer.decode("utf-8", "replace"))
-        locked.url, locked.next_attempt_at = shown(url)[:2000], None
+        locked.url, locked.next_attempt_at = without_credentials(url)[:2000], None
         locked.save()
     return locked
 
