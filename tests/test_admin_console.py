@@ -325,7 +325,7 @@ def test_operators_see_webhook_endpoints_and_deliveries_without_secrets_and_chan
     assert admin_client.get(f"/admin/synthesis/webhookdelivery/{delivery.pk}/delete/").status_code == 403
     admin_client.post(f"/admin/synthesis/webhookendpoint/{endpoint.pk}/change/", {"url": "https://evil.example"})
     endpoint.refresh_from_db()
-    assert endpoint.url == "https://hooks.example.com/tts"  # the tenant's to change
+    assert endpoint.url == "https://hook-user:s3cret-pw@hooks.example.com/tts"  # the tenant's to change
 
 
 def refusal(response) -> dict:
