@@ -93,11 +93,11 @@ def browser_cors(view):
                 return _preflight(origin)
         response = await view(request, *args, **kwargs)
         principal = actor_var.get()  # who authenticated in the view, if anyone did
-        if origin and isinstance(principal, Principal) and principal.token and listed(principal.organization, origin):
-            answered = True
-        else:  # a spent or expired token: the page may read the 401 that says so (as the preflight allowed)
-            answered = bool(origin) and response.status_code == 401 and _bears_token(request)
-            answered = answered and await in_thread(listed_anywhere)(origin)
+        org = principal.organization if isinstance(principal, Principal) and principal.token else None
+        answered = bool(origin and org and listed(org, origin))
+        if not answered and origin and response.status_code == 401 and _bears_token(request):
+            # a spent or expired token: the page may read the 401 that says so (as its preflight was answered)
+            answered = await in_thread(listed_anywhere)(origin)
         if answered:
             response["Access-Control-Allow-Origin"] = origin
             response["Access-Control-Expose-Headers"] = EXPOSED_HEADERS
