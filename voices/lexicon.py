@@ -4,7 +4,7 @@ An entry may give `phonemes` instead of, or beside, an alias: engines that read 
 misaki, in its own notation) get `[text](/phonemes/)`; the others read the alias, and an entry with
 phonemes only leaves their text as it is.
 
-Matching rules (also in README.md):
+Matching rules (also in docs/voices.md, "Pronunciation lexicons"):
 - Whole words: an entry matches where it is not part of a longer word — `SQL` matches in "SQL,",
   "(SQL)" and "我用SQL查询" but not in "MySQL"; `3M` matches in "3M's" but not in "13M"; `.NET`
   matches in "use .NET" but not in "ASP.NET". Chinese, Japanese and Korean characters are words of

@@ -10,7 +10,7 @@ from .voices import VOICES
 SAMPLE_RATE = 48000  # AudioVAE V2's output
 PATCHES_PER_SECOND = 6.25  # one language-model step: a patch of 4 latent frames, 7680 samples at 48 kHz
 
-# Its own table (README): no language tag needed; Chinese dialects are read as Chinese.
+# Its own table (docs/api.md, "The three models"): no language tag needed; Chinese dialects are read as Chinese.
 LANGUAGES = (
     "ar", "my", "zh", "da", "nl", "en", "fi", "fr", "de", "el", "he", "hi", "id", "it", "ja",
     "km", "ko", "lo", "ms", "no", "pl", "pt", "ru", "es", "sw", "sv", "tl", "th", "tr", "vi",
