@@ -82,6 +82,7 @@ urlpatterns = [
     path("audit", audit.audit_log, name="audit"),
     path("audit.csv", audit.audit_csv, name="audit-csv"),
     path("docs", docs.docs, name="docs"),
+    path("docs/<slug:name>", docs.guide_page, name="guide"),  # GUIDES only, else 404
     path("billing/", billing.billing, name="billing"),
     path("billing/checkout", billing.checkout, name="billing-checkout"),
     path("billing/portal", billing.portal, name="billing-portal"),

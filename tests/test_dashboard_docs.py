@@ -254,3 +254,44 @@ def test_the_ssml_guide_is_on_the_page_with_what_each_element_does_per_model(cli
     guide = html.unescape(markup[markup.index('<section class="card" id="ssml">') :])
     assert "invalid_ssml" in guide and "speech.audio.segment" in guide and "<mark name=" in guide
     assert "read text, not phonemes" in guide and "docs/benchmarks.md" not in guide
+
+
+# The guides of docs/ the dashboard serves, each at /dashboard/docs/<name>: its title (the file's first heading).
+GUIDE_TITLES = {
+    "api": "API (v1)",
+    "keys-and-limits": "Keys, plans, quotas and usage",
+    "voices": "Voices and pronunciation",
+    "security": "Security",
+    "billing": "Billing",
+    "licences": "Licences and commercial use",
+    "dashboard": "The dashboard",
+}
+
+
+def test_the_docs_page_links_every_guide_and_each_renders_on_its_own_page(client):
+    """Before: the README held keys, limits, errors, voices, security, billing and licences, and the
+    dashboard showed none of it. Each is a guide in docs/, linked from the Docs page and from the API
+    reference's description, and rendered on a page of its own; a name outside the list is a 404."""
+    signup(client)
+    _, page = docs_page(client)
+    for name, title in GUIDE_TITLES.items():
+        assert page.one("a", href=f"/dashboard/docs/{name}")["text"] == title
+        response = client.get(f"/dashboard/docs/{name}")
+        assert response.status_code == 200, name
+        guide = Elements(response.content.decode())
+        assert [h1["text"] for h1 in guide.find("h1")] == [title], name
+        assert guide.one("a", href="/dashboard/docs")["attrs"]["aria-current"] == "page"  # the nav, for the way back
+        body = guide.one("section", id="guide")["text"]
+        for raw in ("```", "](", "|---|"):
+            assert raw not in body, (name, raw)
+        # Links between the docs lead to the dashboard's pages, never to files of the repository.
+        assert not [a for a in guide.find("a") if ".md" in a["attrs"].get("href", "")], name
+    api = Elements(client.get("/dashboard/docs/api").content.decode())
+    assert api.find("a", href="/dashboard/docs/keys-and-limits#keys-and-limits-making-a-key")
+    assert api.one("h2", id="api-errors-and-error-codes")["text"] == "Errors and error codes"
+    assert any(td["text"] == "insufficient_quota" for td in api.find("td"))
+    for name in ("operating", "development", "benchmarks", "websocket", "README", "..%2Fsettings"):
+        assert client.get(f"/dashboard/docs/{name}").status_code == 404, name
+    description = client.get("/v1/openapi.json").json()["info"]["description"]
+    for name, title in GUIDE_TITLES.items():
+        assert f"[{title}](/dashboard/docs/{name})" in description, name

@@ -179,10 +179,10 @@ REST_FRAMEWORK = {
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "tts_saas API",
-    "DESCRIPTION": "Multi-tenant text-to-speech on Kokoro-82M (Apache-2.0: its audio may be sold) and ChatTTS "
-    "(non-commercial weights, CC BY-NC 4.0), chosen per request with `model` (GET /v1/models lists what this "
+    "DESCRIPTION": "Multi-tenant text-to-speech on Kokoro-82M and VoxCPM2 (Apache-2.0: their audio may be sold) and "
+    "ChatTTS (non-commercial weights, CC BY-NC 4.0), chosen per request with `model` (GET /v1/models lists what this "
     "deployment serves, each with its licence); /v1/audio/speech is OpenAI-compatible. Kokoro's captions carry "
-    "word timings.",
+    "word timings. The guides below are also in the repository's docs/ folder.",
     "VERSION": "1.0.0",
     # 3.1: its schemas are JSON Schema, which can say that an event's `data` holds JSON (contentSchema).
     "OAS_VERSION": "3.1.0",

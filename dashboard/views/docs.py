@@ -1,7 +1,9 @@
-"""The docs page: links to the API reference and schema, the models served (each one's code and
-weights licences, whether its audio may be sold, languages, features and options: from its spec),
-ready-to-run examples with the user's base URL (the key comes from the environment, never from the
-page), and the WebSocket protocol and the SSML guide rendered from docs/websocket.md and docs/ssml.md."""
+"""The docs page: links to the API reference and schema and to the guides, the models served (each
+one's code and weights licences, whether its audio may be sold, languages, features and options:
+from its spec), ready-to-run examples with the user's base URL (the key comes from the environment,
+never from the page), and the WebSocket protocol and the SSML guide rendered from docs/websocket.md
+and docs/ssml.md. Each guide (GUIDES: docs/api.md, docs/keys-and-limits.md, ...) is rendered the
+same way on a page of its own, /dashboard/docs/<name>."""
 
 from __future__ import annotations
 
@@ -13,6 +15,8 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from django.conf import settings
+from django.http import Http404
+from django.urls import reverse
 from django.utils.safestring import SafeString, mark_safe
 from django.utils.text import slugify
 from markdown_it import MarkdownIt
@@ -20,6 +24,7 @@ from markdown_it.token import Token
 
 from billing import offer
 from billing.limits import limits_for
+from synthesis.api.reference import GUIDES
 
 from .. import engines
 from ..access import member_required, page
@@ -27,7 +32,8 @@ from ..access import member_required, page
 DOCS_DIR = Path(settings.BASE_DIR) / "docs"
 
 # Repository docs rendered on this page, by file name: the prefix of their heading ids and the id
-# of their section. A link between them becomes a link to the heading on this page.
+# of their section. A link between them becomes a link to the heading on this page; a link to a
+# guide (GUIDES, each on a page of its own whose heading ids start with its name) one to that page.
 RENDERED_DOCS = {"websocket.md": ("ws-", "websocket"), "ssml.md": ("ssml-", "ssml")}
 
 
@@ -55,32 +61,43 @@ def _plain(inline: Token) -> str:
     return "".join(child.content for child in inline.children or () if child.type in ("text", "code_inline"))
 
 
-def _link_target(href: str, prefix: str) -> str | None:
-    """Where a link of the Markdown should point on this page; None drops the link (keeps its text).
+def _link_target(href: str, prefix: str, guide: str | None = None) -> str | None:
+    """Where a link of the Markdown should point on the dashboard; None drops the link (keeps its text).
+    `guide`: the guide being rendered on its own page; None: a doc of the Docs page.
 
-    Absolute links and in-page anchors stay; a link to another rendered doc becomes its anchor here;
-    any other relative link (a repository file the reader does not have) is dropped."""
+    Absolute links and in-page anchors stay; a link to another rendered doc becomes its anchor on the
+    Docs page, one to a guide a link to its page; any other relative link (a repository file the
+    reader does not have) is dropped."""
     parts = urlsplit(href)
     if parts.scheme or href.startswith("//"):
         return href
     if not parts.path:
         return f"#{prefix}{parts.fragment}" if parts.fragment else None
-    other = RENDERED_DOCS.get(posixpath.basename(parts.path))
-    if other is None:
+    name = posixpath.basename(parts.path)
+    if name in RENDERED_DOCS:
+        other_prefix, section = RENDERED_DOCS[name]
+        docs_page = "" if guide is None else reverse("dashboard:docs")
+        return f"{docs_page}#{other_prefix}{parts.fragment}" if parts.fragment else f"{docs_page}#{section}"
+    other = name.removesuffix(".md")
+    if not name.endswith(".md") or other not in GUIDES:
         return None
-    return f"#{other[0]}{parts.fragment}" if parts.fragment else f"#{other[1]}"
+    url = reverse("dashboard:guide", args=[other])
+    return f"{url}#{other}-{parts.fragment}" if parts.fragment else url
 
 
-def _fix_links(tokens: list[Token], prefix: str) -> None:
-    """Links pointed at this page, or dropped (their text kept) where they would lead nowhere."""
+def _fix_links(tokens: list[Token], prefix: str, guide: str | None = None) -> None:
+    """Links pointed at the dashboard's docs, or dropped (their text kept) where they would lead
+    nowhere; pictures from the repository (which the dashboard does not serve) become their text."""
     for token in tokens:
         if token.type != "inline" or not token.children:
             continue
         children: list[Token] = []
         dropping = False  # inside a link being dropped (links do not nest)
         for child in token.children:
-            if child.type == "link_open":
-                target = _link_target(str(child.attrGet("href") or ""), prefix)
+            if child.type == "image" and not urlsplit(str(child.attrGet("src") or "")).scheme:
+                child = Token("text", "", 0, content=child.content)
+            elif child.type == "link_open":
+                target = _link_target(str(child.attrGet("href") or ""), prefix, guide)
                 if target is None:
                     dropping = True
                     continue
@@ -92,9 +109,9 @@ def _fix_links(tokens: list[Token], prefix: str) -> None:
         token.children = children
 
 
-def _anchor_headings(tokens: list[Token], prefix: str) -> tuple[Heading, ...]:
-    """Headings one level down (the page has its <h1>), each with an id and a link to itself; the
-    table of contents: the Markdown's level-2 headings."""
+def _anchor_headings(tokens: list[Token], prefix: str, down: int = 1) -> tuple[Heading, ...]:
+    """Headings `down` levels down (1 on the Docs page, which has its <h1>; 0 on a guide's own page),
+    each with an id and a link to itself; the table of contents: the Markdown's level-2 headings."""
     toc: list[Heading] = []
     used: set[str] = set()
     for i, token in enumerate(tokens):
@@ -107,8 +124,8 @@ def _anchor_headings(tokens: list[Token], prefix: str) -> tuple[Heading, ...]:
         while slug in used:
             slug, n = f"{base}-{n}", n + 1
         used.add(slug)
-        level = min(int(token.tag[1]) + 1, 6)
-        token.tag = tokens[i + 2].tag = f"h{level}"
+        written = int(token.tag[1])
+        token.tag = tokens[i + 2].tag = f"h{min(written + down, 6)}"
         token.attrSet("id", slug)
         children = inline.children or []
         if not any(child.type == "link_open" for child in children):  # a link may not hold a link
@@ -117,7 +134,7 @@ def _anchor_headings(tokens: list[Token], prefix: str) -> tuple[Heading, ...]:
                 *children,
                 Token("link_close", "a", -1),
             ]
-        if level == 3:
+        if written == 2:
             toc.append(Heading(slug, text))
     return tuple(toc)
 
@@ -143,12 +160,14 @@ def _markdown() -> MarkdownIt:
     return md
 
 
-def render_markdown(text: str, prefix: str) -> RenderedDoc:
+def render_markdown(text: str, prefix: str, guide: str | None = None) -> RenderedDoc:
+    """`guide`: the name of the guide rendered on its own page (its title the page's <h1>); None: a
+    doc of the Docs page."""
     md = _markdown()
     env: dict = {}
     tokens = md.parse(text, env)
-    _fix_links(tokens, prefix)
-    toc = _anchor_headings(tokens, prefix)
+    _fix_links(tokens, prefix, guide)
+    toc = _anchor_headings(tokens, prefix, down=0 if guide else 1)
     head: list[Token] = []
     if tokens and tokens[0].type == "heading_open":
         head, tokens = tokens[:3], tokens[3:]
@@ -195,6 +214,15 @@ def ssml_guide() -> RenderedDoc:
     """docs/ssml.md as HTML: the SSML subset, what each element does per model, marks, billing."""
     text = (DOCS_DIR / "ssml.md").read_text(encoding="utf-8").replace("`docs/benchmarks.md` ", "the benchmarks ")
     return render_markdown(text, RENDERED_DOCS["ssml.md"][0])
+
+
+@functools.cache
+def guide_doc(name: str, origin: str = "http://localhost:8000") -> RenderedDoc:
+    """docs/<name>.md, a guide of GUIDES (the caller checks: never a path from the request), as HTML
+    for its own page, rendered once per process and origin, with this server's address where the
+    file says localhost."""
+    text = (DOCS_DIR / f"{name}.md").read_text(encoding="utf-8").replace("http://localhost:8000", origin)
+    return render_markdown(text, f"{name}-", guide=name)
 
 
 def snippets(base_url: str) -> list[Snippet]:
@@ -257,6 +285,21 @@ def docs(request):
         models=[engines.card(spec, spec.name in allowed) for spec in offer.served()],
         default_model=offer.default_spec().name,
         snippets=snippets(base_url),
+        guides=[(name, title, what) for name, (title, what) in GUIDES.items()],
         protocol=websocket_protocol(request.build_absolute_uri("/").rstrip("/")),
         ssml=ssml_guide(),
+    )
+
+
+@member_required
+def guide_page(request, name: str):
+    """A guide on a page of its own: only the names GUIDES lists (a fixed set of files)."""
+    if name not in GUIDES:
+        raise Http404("No such guide.")
+    return page(
+        request,
+        "guide.html",
+        "docs",
+        title=GUIDES[name][0],
+        doc=guide_doc(name, request.build_absolute_uri("/").rstrip("/")),
     )

@@ -1,9 +1,34 @@
 """The API reference as a reader meets it (/v1/docs): every operation titled in words (not its
 machine id), grouped under named tags in the order a developer needs them, speech first and the
-compatibility endpoints last; the schema's own URL left out. A drf-spectacular post-processing
-hook (SPECTACULAR_SETTINGS), so the schema the fuzzer reads is the one the reference shows."""
+compatibility endpoints last; the schema's own URL left out; its description linking the guides
+(GUIDES), which the dashboard serves. A drf-spectacular post-processing hook (SPECTACULAR_SETTINGS),
+so the schema the fuzzer reads is the one the reference shows."""
 
 from __future__ import annotations
+
+from django.urls import reverse
+
+# The guides in docs/ that the dashboard serves to its users, each at /dashboard/docs/<name> from
+# docs/<name>.md (dashboard.views.docs; a fixed list, never a path from a request): its title (the
+# file's first heading) and what it is for. Here, so that the reference links them too.
+GUIDES = {
+    "api": (
+        "API (v1)",
+        "the speech request, the models compared, formats, headers, captions, errors and error codes, jobs, webhooks",
+    ),
+    "keys-and-limits": (
+        "Keys, plans, quotas and usage",
+        "making a key, scopes, client tokens, plans, rate and concurrency limits, usage",
+    ),
+    "voices": (
+        "Voices and pronunciation",
+        "built-in voices, your own voices (seeds, recordings, designs), pronunciation lexicons",
+    ),
+    "security": ("Security", "single sign-on, second factors, IP allowlists, the audit log, zero retention"),
+    "billing": ("Billing", "plans sold through Stripe: what a tenant sees, how usage is metered"),
+    "licences": ("Licences and commercial use", "what each model's licence allows, and this service's own licence"),
+    "dashboard": ("The dashboard", "what each page of the dashboard does"),
+}
 
 # Tags in the reference's order, with what each holds.
 TAGS = {
@@ -66,7 +91,21 @@ def _tag_of(operation_id: str) -> str:
     raise KeyError(f"{operation_id} has no place in the API reference: add it to synthesis/api/reference.py")
 
 
+def guides_in_words() -> str:
+    """The description's list of the guides, and the dashboard's WebSocket protocol and SSML guide."""
+    docs = reverse("dashboard:docs")
+    lines = [
+        f"- [{title}]({reverse('dashboard:guide', args=[name])}): {what}" for name, (title, what) in GUIDES.items()
+    ]
+    lines += [
+        f"- [WebSocket streaming protocol]({docs}#websocket): audio as it is generated, text streamed in",
+        f"- [SSML]({docs}#ssml): pauses, say-as, pronunciations, prosody and speech marks, per model",
+    ]
+    return "Guides (on the dashboard, signed in):\n\n" + "\n".join(lines)
+
+
 def arrange(result, generator, request, public):
+    result["info"]["description"] = f"{result['info'].get('description', '')}\n\n{guides_in_words()}".lstrip()
     for path in LEFT_OUT:
         result["paths"].pop(path, None)
     placed: dict[str, list] = {tag: [] for tag in TAGS}
