@@ -8,6 +8,7 @@ TTS_TEST_CHECKPOINT before running pytest.
 from __future__ import annotations
 
 import os
+import sys
 import time
 from dataclasses import dataclass
 
@@ -34,6 +35,8 @@ def pytest_configure(config):
             f"{', '.join(missing)} not set: run the tests with ./scripts/test, which starts Redis and "
             "PostgreSQL and makes the tiny checkpoint."
         )
+    if os.environ.get("PYTEST_XDIST_WORKER") and "tests.parallel" not in sys.modules:
+        raise pytest.UsageError("in parallel (-n), load tests.parallel too: python -m pytest -p tests.parallel -n N")
     TransactionTestCase._fixture_teardown = _flush_retrying_deadlocks(TransactionTestCase._fixture_teardown)
 
 

@@ -36,8 +36,10 @@ def database_url() -> str:
 
 
 def redis_db(n: int) -> tuple[str, redis.Redis]:
-    """A Redis database of its own, so that the main test worker's registration is not seen."""
-    url = settings.REDIS_URL.rsplit("/", 1)[0] + f"/{n}"
+    """A Redis database of its own (emptied), so that the main test worker's registration is not
+    seen: the `n`-th of this test process's block (tests/parallel.py: each xdist worker has one)."""
+    base, _, first = settings.REDIS_URL.rpartition("/")
+    url = f"{base}/{int(first or 0) + n}"
     client = redis.Redis.from_url(url)
     client.flushdb()
     return url, client

@@ -91,16 +91,15 @@ def test_a_burst_is_held_to_the_concurrency_cap(live_stack):
     assert QuotaPeriod.objects.get(organization=org.org).reserved == 0  # refused requests reserved nothing
 
 
-def test_a_failing_synthesis_refunds_its_reservation(owner, tmp_path, redis_client, settings):
+def test_a_failing_synthesis_refunds_its_reservation(owner, tmp_path):
     # A real failure: a worker whose soft time limit (1 s) is shorter than the job.
-    url = settings.REDIS_URL.rsplit("/", 1)[0] + "/11"
-    redis_client.__class__.from_url(url).flushdb()
+    url, client = stack.redis_db(11)
     env = stack.stack_env(url, TTS_TASK_SOFT_TIME_LIMIT="1", TTS_TASK_TIME_LIMIT="20", TTS_BENCH_FIXED_LENGTH="1")
     worker = stack.start_worker(env, tmp_path, "slow")
     web, base = stack.start_web(env, tmp_path)
     text = " ".join(f"This sentence number {i} is long enough to take a while." for i in range(8))
     try:
-        stack.wait_for_workers(redis_client.__class__.from_url(url), "ready", proc=worker)
+        stack.wait_for_workers(client, "ready", proc=worker)
         response = httpx.post(
             f"{base}/v1/audio/speech",
             headers={"Authorization": f"Bearer {owner.key}"},

@@ -176,18 +176,17 @@ def test_cancel_stops_the_utterance(live_stack):
     assert job.status == Job.Status.CANCELLED
 
 
-def test_a_client_that_stops_reading_is_closed_with_4008_and_its_job_stopped(live_stack, tmp_path, settings):
+def test_a_client_that_stops_reading_is_closed_with_4008_and_its_job_stopped(live_stack, tmp_path):
     """A raw socket that never reads: the server's bounded outbox fills, and the server closes the
     connection (4008) and stops the job instead of buffering audio without limit."""
     org = make_persona("Never Reads", max_input_chars=4096, monthly_characters=100_000, requests_per_minute=1000)
-    url = settings.REDIS_URL.rsplit("/", 1)[0] + "/12"
-    redis.Redis.from_url(url).flushdb()
+    url, client = stack.redis_db(12)
     env = stack.stack_env(url, TTS_WS_BUFFER_BYTES="65536", TTS_BENCH_FIXED_LENGTH="1")
     worker = stack.start_worker(env, tmp_path, "slowclient")
     web, base = stack.start_web(env, tmp_path)
     sock = None
     try:
-        stack.wait_for_workers(redis.Redis.from_url(url), "ready", proc=worker)
+        stack.wait_for_workers(client, "ready", proc=worker)
         host, port = base.removeprefix("http://").split(":")
         sock = socket.socket()
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # a tiny window, set before connecting
