@@ -21,9 +21,15 @@ from tests.waiting import wait_until
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-# Many sentences: with fixed-length generation each runs to its token budget, so a job takes a
-# while even on the tiny model.
-LONG_TEXT = " ".join(f"Sentence number {i} keeps the worker busy for a little while." for i in range(10))
+
+def sentences(count: int) -> str:
+    """Many sentences: with fixed-length generation each runs to its token budget, so a job takes
+    a while even on the tiny model."""
+    return " ".join(f"Sentence number {i} keeps the worker busy for a little while." for i in range(count))
+
+
+LONG_TEXT = sentences(10)
+BURST_TEXT = sentences(5)  # a burst's jobs only need to hold the worker while the other tenant's job arrives
 
 
 @contextlib.contextmanager
@@ -111,7 +117,7 @@ def test_one_tenants_burst_does_not_starve_another_tenants_request(tmp_path):
             for i in range(8):
                 r = client.post(
                     "/jobs",
-                    json={"input": LONG_TEXT + f" Burst {i}.", "response_format": "pcm"},
+                    json={"input": BURST_TEXT + f" Burst {i}.", "response_format": "pcm"},
                     headers={"Authorization": f"Bearer {busy.key}"},
                 )
                 assert r.status_code == 202, r.text

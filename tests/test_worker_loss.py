@@ -25,9 +25,9 @@ from tests.waiting import wait_until
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-# Sentences enough for several seconds of generation on the tiny checkpoint (fixed length, two
-# rows per batch), so that a kill lands in the middle of the job.
-TEXT = " ".join(f"This is sentence number {n} of a long announcement." for n in range(1, 19))
+# Sentences enough for a few seconds of generation on the tiny checkpoint (fixed length, two rows
+# per batch), so that a kill lands in the middle of the job; no more, for every kill runs it again.
+TEXT = " ".join(f"This is sentence number {n} of a long announcement." for n in range(1, 13))
 RECOVERY_SECONDS = 15
 
 
