@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import os
 
+import pytest
+
 DATABASES_PER_WORKER = 16
 
 
@@ -43,3 +45,12 @@ def _one_thread_each() -> None:
 
 _shift_redis_url()
 _one_thread_each()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Files marked `long` first: xdist hands out files in this order, so a long one started last
+    would leave the other workers idle while it ends. Before pytest-django's own ordering (tests
+    on the database's transaction, then transactional ones, then the rest), which is stable: a
+    long file goes first within its group, never ahead of it."""
+    items.sort(key=lambda item: item.get_closest_marker("long") is None)

@@ -19,7 +19,7 @@ from tests import stack
 from tests.conftest import make_persona
 from tests.waiting import wait_until
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.long]
 
 
 def sentences(count: int) -> str:

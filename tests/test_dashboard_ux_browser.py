@@ -27,7 +27,7 @@ from voices.actions import create_voice
 from voices.lexicons import save_lexicon
 from voices.models import Lexicon
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.long]
 
 PASSWORD = "a long enough password"  # what tests.browser.sign_up types
 

@@ -28,6 +28,8 @@ from inference.kokoro.text import MAX_PHONEMES, SAMPLES_PER_FRAME, pieces
 from inference.spec import SAMPLE_RATE
 from tests.unit.test_kokoro_text import no_network
 
+pytestmark = pytest.mark.long
+
 # A row batched with others differs from the same row alone by float rounding only: measured at
 # most ~1e-6 of the row's peak (tiny checkpoint, CPU); this bound leaves room for other CPUs.
 BATCH_TOLERANCE = 1e-5

@@ -25,7 +25,7 @@ from tests.waiting import wait_until
 
 # One item runs all 61 operations: about four minutes on two cores at 20 examples each, past
 # pytest's default 300 s when busy.
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(900)]
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(900), pytest.mark.long]
 
 # What a response must be. schemathesis' other checks judge the API's behaviour beyond its schema
 # (e.g. positive_data_acceptance would call the 400 for a /v1/usage range over 366 days, or the 429

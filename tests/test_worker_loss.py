@@ -23,7 +23,7 @@ from synthesis.models import Job
 from tests import stack
 from tests.waiting import wait_until
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.long]
 
 # Sentences enough for a few seconds of generation on the tiny checkpoint (fixed length, two rows
 # per batch), so that a kill lands in the middle of the job; no more, for every kill runs it again.

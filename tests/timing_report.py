@@ -15,6 +15,37 @@ from pathlib import Path
 
 SLOWEST = 30
 FILES = 15
+# What kind of work a file's tests do (docs/testing.md), by the first pattern its path matches.
+KINDS = [
+    ("unit (no servers)", ("tests/unit/",)),
+    ("browser (Chromium pages)", ("_browser.py",)),
+    ("schema fuzzing", ("test_schema_fuzzing.py",)),
+    ("load scenarios", ("test_concurrent_load.py", "test_websocket_load.py", "test_quota_and_limits.py")),
+    (
+        "faults (workers killed, Redis or PostgreSQL cut, memory ceilings)",
+        (
+            "test_worker_loss.py",
+            "test_worker_availability.py",
+            "test_backend_outages.py",
+            "test_worker_memory_ceiling.py",
+        ),
+    ),
+    (
+        "engines in the test process (model compute)",
+        (
+            "test_kokoro_engine.py",
+            "test_batch_engine.py",
+            "test_voxcpm_engine.py",
+            "test_voxcpm_batching.py",
+            "test_voxcpm_voices.py",
+            "test_engine_and_checkpoint.py",
+            "test_worker_settlement.py",
+            "test_custom_voices.py",
+        ),
+    ),
+    ("deployments of their own (one model alone, routing)", ("_alone.py", "test_voxcpm_routing.py")),
+    ("API, WebSocket and pages over the shared stack", ("tests/",)),
+]
 
 
 def tier_times(junit: Path) -> tuple[float, list[tuple[float, str]]]:
@@ -37,6 +68,10 @@ def case_id(case: ET.Element) -> str:
     return "::".join(part for part in (path, scope, case.get("name", "")) if part)
 
 
+def kind_of(path: str) -> str:
+    return next((kind for kind, patterns in KINDS if any(p in path for p in patterns)), "other")
+
+
 def report(phases: Path, tiers: dict[str, Path]) -> str:
     lines = ["", "==== where the time went (scripts/test) ===="]
     for line in phases.read_text().splitlines():
@@ -54,6 +89,11 @@ def report(phases: Path, tiers: dict[str, Path]) -> str:
     by_file: dict[str, float] = defaultdict(float)
     for seconds, test in every:
         by_file[test.split("::")[0]] += seconds
+    by_kind: dict[str, float] = defaultdict(float)
+    for path, seconds in by_file.items():
+        by_kind[kind_of(path)] += seconds
+    lines.append("---- test time by kind ----")
+    lines += [f"{seconds:8.1f} s  {kind}" for kind, seconds in sorted(by_kind.items(), key=lambda i: -i[1])]
     lines.append(f"---- the {FILES} slowest files (test time, all their tests) ----")
     lines += [f"{seconds:8.1f} s  {name}" for name, seconds in sorted(by_file.items(), key=lambda i: -i[1])[:FILES]]
     lines.append(f"---- the {SLOWEST} slowest tests ----")
