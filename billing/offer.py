@@ -16,7 +16,7 @@ from datetime import date
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
-from inference.registry import SPECS
+from inference.registry import SPECS, served_spec
 from inference.spec import EngineSpec
 from tts_saas.errors import ApiError
 
@@ -26,14 +26,15 @@ DATED = re.compile(r"(?P<name>.+)-(?P<date>\d{4}-\d{2}-\d{2})")  # OpenAI's snap
 
 
 def served() -> list[EngineSpec]:
-    """The engines this deployment runs, in TTS_ENGINES order."""
+    """The engines this deployment runs, in TTS_ENGINES order, each as its model directory serves it
+    (TTS_<ENGINE>_MODEL_DIR: its voices those the directory holds, `inference.registry.served_spec`)."""
     unknown = [name for name in settings.TTS_ENGINES if name not in SPECS]
     if unknown or not settings.TTS_ENGINES:
         raise ImproperlyConfigured(
             f"TTS_ENGINES={','.join(settings.TTS_ENGINES)}: name one or more of {', '.join(SPECS)}"
             + (f" (unknown: {', '.join(unknown)})" if unknown else "")
         )
-    return [SPECS[name] for name in settings.TTS_ENGINES]
+    return [served_spec(name, settings.TTS_MODEL_DIRS.get(name, "")) for name in settings.TTS_ENGINES]
 
 
 def default_spec() -> EngineSpec:

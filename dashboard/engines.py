@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from inference.registry import SPECS
 from inference.spec import EngineSpec, License
+from synthesis.service import workers
 
 LANGUAGES = {
     "en": "English",
@@ -105,6 +106,7 @@ def card(spec: EngineSpec, allowed: bool = True) -> dict:
         "options": sorted(spec.options),
         "voices": len(spec.voices),
         "allowed": allowed,
+        "random_weights": workers.serves_random_weights(spec.name),
     }
 
 

@@ -19,7 +19,7 @@ import numpy as np
 from . import requests
 from .batch import Audio, BatchRow, BatchSink, Event
 from .engine import SynthesisRequest
-from .spec import EngineSpec
+from .spec import RANDOM_WEIGHTS, EngineSpec
 
 
 class BatchEngine:
@@ -114,5 +114,5 @@ def model_version(name: str, parts: list[str], precision: str = "fp32", random_w
     (the files' checksums, the code that runs them, the text preparation), the precision when not
     float32, and "-random" for a random checkpoint (noise, not speech)."""
     digest = hashlib.sha256("|".join(parts).encode()).hexdigest()[:12]
-    suffix = ("" if precision == "fp32" else f"-{precision}") + ("-random" if random_weights else "")
+    suffix = ("" if precision == "fp32" else f"-{precision}") + (RANDOM_WEIGHTS if random_weights else "")
     return f"{name}-{digest}{suffix}"

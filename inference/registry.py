@@ -3,6 +3,7 @@ process, the engine itself (`load`), imported only then (torch, the model's pack
 
 from __future__ import annotations
 
+import functools
 from dataclasses import asdict
 from importlib import import_module
 from importlib.util import find_spec
@@ -15,6 +16,13 @@ from .voxcpm.spec import SPEC as VOXCPM
 
 SPECS: dict[str, EngineSpec] = {spec.name: spec for spec in (CHATTTS, KOKORO, VOXCPM)}
 REAL = "real"  # make_checkpoint's size for an engine's real weights
+
+
+@functools.cache
+def served_spec(name: str, model_dir: str) -> EngineSpec:
+    """Engine `name`'s spec as the model directory `model_dir` serves it (`EngineSpec.served_by`):
+    read once per process and directory."""
+    return SPECS[name].served_by(model_dir)
 
 
 def sample_rate(model: str) -> int:

@@ -15,6 +15,7 @@ from .ssml_text import prepare_ssml
 from .text import PreparedText, Segmenting, memoised, prepare
 
 SAMPLE_RATE = 24000  # OpenAI's rate: what a plain `pcm` is on every engine, and the default engines' rate
+RANDOM_WEIGHTS = "-random"  # ends the model version of a randomly initialised checkpoint (noise, not speech)
 
 
 prepare_ssml_memoised = memoised(maxsize=1024)(prepare_ssml)
@@ -99,6 +100,10 @@ class EngineSpec:
     voice_affinity: Callable[[Mapping], str] | None = None
     # The phoneme symbols the model reads (features.phoneme_lexicons): what SSML's <phoneme ph> may hold.
     phoneme_symbols: frozenset[str] = frozenset()
+    # The spec as a model directory serves it, where a directory may hold fewer voices than
+    # `voices` (Kokoro's are files beside the weights): read without loading the model; None: the
+    # spec whatever the directory (`served_by`).
+    narrow: Callable[[EngineSpec, str], EngineSpec] | None = None
 
     @property
     def queue_name(self) -> str:
@@ -125,6 +130,11 @@ class EngineSpec:
                 text, self.name, self.inline_tags, self.languages, self.phoneme_symbols, cutting
             )
         return prepare(text, self.inline_tags, self.languages, self.name, cutting)
+
+    def served_by(self, model_dir: str) -> EngineSpec:
+        """This spec as the model directory `model_dir` serves it ("": the official download, every
+        voice): its voices those the directory holds, OpenAI's names each one of those."""
+        return self.narrow(self, model_dir) if self.narrow is not None and model_dir else self
 
     def voice(self, name: str) -> BuiltinVoice | None:
         """A built-in voice by its id or by OpenAI's name for it."""

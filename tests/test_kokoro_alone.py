@@ -71,8 +71,8 @@ def test_a_kokoro_only_deployment_lists_only_kokoro_and_runs_the_readmes_example
             "/audio/speech",
             json={
                 "model": "kokoro",
-                "input": "Hello, it costs $5. 我用SQL查询，价格是100元。",
-                "voice": "af_heart",
+                "input": "Hello! This is your own speech service. The first month costs $5.",
+                "voice": "nova",
                 "response_format": "mp3",
             },
         )

@@ -66,6 +66,8 @@ def test_the_models_are_listed_with_their_licences_languages_and_features(live_s
     assert listed["chattts"]["features"]["word_timings"] is False and "temperature" in listed["chattts"]["options"]
     assert listed["tts-1"]["engine"] == "chattts"  # OpenAI's names: the deployment's default model
     assert kokoro == listed["kokoro"] and versioned.json()["engine"] == "kokoro"
+    # The tests' tiny checkpoints: random weights, and the listing says so.
+    assert listed["kokoro"]["random_weights"] is True and listed["chattts"]["random_weights"] is True
     # Open WebUI's listing, without a key: every model with its weights' licence.
     open_webui = httpx.get(f"{live_stack.base_url}/v1/audio/models").json()["models"]
     licences = {m["id"]: (m["license"], m["commercial_use"]) for m in open_webui}

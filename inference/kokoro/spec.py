@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+from pathlib import Path
+
 from ..spec import BuiltinVoice, EngineSpec, Features, License
 from ..text import Segmenting
 from .languages import BY_PREFIX, NAMES
@@ -46,6 +49,30 @@ def _voices() -> tuple[BuiltinVoice, ...]:
 
 
 VOICES = _voices()
+
+
+def served_by(spec: EngineSpec, model_dir: str) -> EngineSpec:
+    """Kokoro as `model_dir` serves it: the voices whose packs (`voices/<id>.pt`) it holds — a
+    converted checkpoint may carry a few (requirements/kokoro-real.txt: five Japanese voices) — and
+    each of OpenAI's names the voice it names where that is there, else one that is, of the same
+    gender (an id's second letter), in turn. A directory with every voice, or none readable: `spec`."""
+    folder = Path(model_dir, "voices")
+    held = {pack.stem for pack in folder.glob("*.pt")} if folder.is_dir() else set()
+    voices = tuple(v for v in spec.voices if v.id in held)
+    if not voices or len(voices) == len(spec.voices):
+        return spec
+    alike = {gender: [v.id for v in voices if v.id[1] == gender] for gender in "fm"}
+    turns = dict.fromkeys(alike, 0)
+    names = {}
+    for name, voice in spec.openai_voices.items():
+        if voice in held:
+            names[name] = voice
+            continue
+        pool = alike.get(voice[1]) or [v.id for v in voices]
+        names[name] = pool[turns.get(voice[1], 0) % len(pool)]
+        turns[voice[1]] = turns.get(voice[1], 0) + 1
+    return replace(spec, voices=voices, openai_voices=names)
+
 
 SPEC = EngineSpec(
     name="kokoro",
@@ -108,4 +135,5 @@ SPEC = EngineSpec(
     # first cut after about a second of speech, so that the first audio comes after that second.
     phoneme_symbols=frozenset(VOCAB),
     segmenting=Segmenting(pack=False, first_piece_seconds=FIRST_PIECE_SECONDS),
+    narrow=served_by,
 )

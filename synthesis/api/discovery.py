@@ -16,6 +16,7 @@ from billing.policy import OptionalApiKeyAuthentication
 from inference import ssml_subset
 from inference.spec import EngineSpec
 from synthesis.api.serializers import VoiceListSerializer
+from synthesis.service import workers
 from tts_saas.errors import ApiError, error_responses
 from voices.catalog import builtin_listing
 
@@ -50,6 +51,11 @@ class ModelSerializer(serializers.Serializer):
     ssml = serializers.DictField(child=serializers.CharField(), help_text="What each SSML element does on this model.")
     options = serializers.ListField(child=serializers.CharField(), help_text="Request options only this model takes.")
     available = serializers.BooleanField(help_text="Whether the key's plan includes it.")
+    random_weights = serializers.BooleanField(
+        allow_null=True,
+        help_text="Whether its workers load randomly initialised weights, as tests and offline machines do: "
+        "its audio is noise, not speech. null while no worker of it is ready.",
+    )
 
 
 class ModelListSerializer(serializers.Serializer):
@@ -80,6 +86,7 @@ def describe(model_id: str, spec: EngineSpec, available: bool = True) -> dict:
             spec.name, spec.features.phoneme_lexicons, spec.features.word_timings, spec.languages
         ),
         "available": available,
+        "random_weights": workers.serves_random_weights(spec.name),
     }
 
 

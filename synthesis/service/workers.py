@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from django.conf import settings
 
+from inference.spec import RANDOM_WEIGHTS
 from tts_saas.redis import get_async_redis, get_redis
 
 REGISTRY = "tts:workers"
@@ -132,6 +133,13 @@ def live_workers(engine: str = "") -> list[WorkerState]:
     names = r.zrangebyscore(REGISTRY, time.time(), "+inf")
     states = _parse(names, r.hmget(INFO, names) if names else [])
     return [w for w in states if w.engine == engine] if engine else states
+
+
+def serves_random_weights(engine: str) -> bool | None:
+    """Whether `engine`'s ready workers load randomly initialised weights (noise, not speech: their
+    model version says so): True when any does, False when none does, None when none is ready."""
+    versions = [w.model_version for w in live_workers(engine) if w.status == "ready"]
+    return any(v.endswith(RANDOM_WEIGHTS) for v in versions) if versions else None
 
 
 def lapsed_workers() -> set[str]:
