@@ -99,20 +99,7 @@ def make_checkpoint(size: str, out: str | Path, seed: int = 0) -> Path:
 
     config = config_for(size)
     out = Path(out)
-    with warnings.catch_warnings():
-        # kokoro's own classes: torch's old weight_norm, and a dropout its one-layer LSTMs ignore.
-        warnings.filterwarnings("ignore", message=".*weight_norm.* is deprecated")
-        warnings.filterwarnings("ignore", message="dropout option adds dropout")
-        modules = _random_modules(config, seed)
-    (out / "voices").mkdir(parents=True, exist_ok=True)
-    # The official file was saved from a wrapped model: every key starts with "module." (KModel
-    # strips it when its strict load fails).
-    state = {
-        name: {f"module.{k}": v.detach().clone().contiguous() for k, v in module.state_dict().items()}
-        for name, module in modules.items()
-    }
-    torch.save(state, out / WEIGHTS)
-    (out / CONFIG).write_text(json.dumps(config, indent=1, ensure_ascii=False))
+    write_layout(out, config, _random_modules(config, seed))
     generator = torch.Generator().manual_seed(seed + 1)
     style = 2 * config["style_dim"]
     for voice in SPEC.voices:
@@ -143,9 +130,33 @@ def _random_modules(config: dict, seed: int) -> dict:
     return modules
 
 
+def write_layout(out: Path, config: dict, modules: dict) -> None:
+    """`config.json` and `kokoro-v1_0.pth` of `modules` (`MODULES`) as the official download has
+    them, and the `voices/` folder for the packs."""
+    import torch  # noqa: PLC0415  (torch/kokoro: worker processes and tools only)
+
+    (out / "voices").mkdir(parents=True, exist_ok=True)
+    # The official file was saved from a wrapped model: every key starts with "module." (KModel
+    # strips it when its strict load fails).
+    state = {
+        name: {f"module.{k}": v.detach().clone().contiguous() for k, v in module.state_dict().items()}
+        for name, module in modules.items()
+    }
+    torch.save(state, out / WEIGHTS)
+    (out / CONFIG).write_text(json.dumps(config, indent=1, ensure_ascii=False))
+
+
 def kmodel_modules(config: dict) -> dict:
     """KModel.__init__'s five modules (`MODULES`), built from `config` as it builds them, with
     torch's initial weights: what a state dict is loaded into."""
+    with warnings.catch_warnings():
+        # kokoro's own classes: torch's old weight_norm, and a dropout its one-layer LSTMs ignore.
+        warnings.filterwarnings("ignore", message=".*weight_norm.* is deprecated")
+        warnings.filterwarnings("ignore", message="dropout option adds dropout")
+        return _kmodel_modules(config)
+
+
+def _kmodel_modules(config: dict) -> dict:
     import torch  # noqa: PLC0415  (torch/kokoro: worker processes and tools only)
     from kokoro.istftnet import Decoder  # noqa: PLC0415  (torch/kokoro: worker processes and tools only)
     from kokoro.modules import CustomAlbert, ProsodyPredictor, TextEncoder  # noqa: PLC0415  (as above)

@@ -26,14 +26,13 @@ import copy
 import hashlib
 import io
 import json
-import warnings
 from importlib import metadata
 from pathlib import Path
 
 import numpy as np
 
 from ..checkpoints import SourceMissing, write_converted_manifest
-from .checkpoint import CONFIG, MODULES, OFFICIAL_CONFIG, WEIGHTS, kmodel_modules
+from .checkpoint import CONFIG, MODULES, OFFICIAL_CONFIG, WEIGHTS, kmodel_modules, write_layout
 
 ONNX_NAME = "kokoro-v1.0.int8.onnx"
 ONNX_SHA256 = "6e742170d309016e5891a994e1ce1559c702a2ccd0075e67ef7157974f6406cb"
@@ -129,23 +128,12 @@ def make_checkpoint(out: str | Path) -> Path:
     from .onnx_weights import state_dict  # noqa: PLC0415  (imports onnx)
 
     settings = config()
-    with warnings.catch_warnings():
-        # kokoro's own classes: torch's old weight_norm, and a dropout its one-layer LSTMs ignore.
-        warnings.filterwarnings("ignore", message=".*weight_norm.* is deprecated")
-        warnings.filterwarnings("ignore", message="dropout option adds dropout")
-        modules = kmodel_modules(settings)
+    modules = kmodel_modules(settings)
     expected = {f"{n}.{k}": tuple(v.shape) for n, m in modules.items() for k, v in m.state_dict().items()}
     converted = state_dict(onnx.load_model_from_string(onnx_bytes()).graph, expected)
     load_strictly(modules, converted.state)
     out = Path(out)
-    (out / "voices").mkdir(parents=True, exist_ok=True)
-    # As the official file: every key starts with "module." (KModel strips it).
-    state = {
-        name: {f"module.{k}": v.detach().clone().contiguous() for k, v in module.state_dict().items()}
-        for name, module in modules.items()
-    }
-    torch.save(state, out / WEIGHTS)
-    (out / CONFIG).write_text(json.dumps(settings, indent=1, ensure_ascii=False))
+    write_layout(out, settings, modules)
     packs = voices()
     for name, pack in packs.items():
         torch.save(torch.from_numpy(pack), out / "voices" / f"{name}.pt")
