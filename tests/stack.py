@@ -4,6 +4,7 @@ port and by the worker registry, never by PID (PID 1 here does not reap)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -159,6 +160,23 @@ def start_worker(
         env,
         log_dir / f"worker-{name}.log",
     )
+
+
+@contextlib.contextmanager
+def web_and_worker(log_dir: Path, db: int, name: str, queue: str = "tts-chattts", engine: str = "", **env: str):
+    """A web process and one synthesis worker of their own, on the `db`-th Redis database of this
+    test process (`redis_db`), with `env` over the tests' environment: (base URL, worker) once the
+    worker is ready; both stopped after."""
+    url, client = redis_db(db)
+    environment = stack_env(url, **env)
+    worker = start_worker(environment, log_dir, name, queue=queue)
+    web, base = start_web(environment, log_dir)
+    try:
+        wait_for_workers(client, "ready", proc=worker, engine=engine)
+        yield base, worker
+    finally:
+        web.stop()
+        worker.stop()
 
 
 def wait_for_workers(

@@ -5,7 +5,6 @@ process and synthesis worker (on a Redis database of its own) with the settings 
 
 from __future__ import annotations
 
-import contextlib
 import json
 import threading
 import time
@@ -32,18 +31,8 @@ LONG_TEXT = sentences(10)
 BURST_TEXT = sentences(5)  # a burst's jobs only need to hold the worker while the other tenant's job arrives
 
 
-@contextlib.contextmanager
 def own_stack(tmp_path, db: int, **env: str):
-    url, client = stack.redis_db(db)
-    environment = stack.stack_env(url, **env)
-    worker = stack.start_worker(environment, tmp_path, f"load{db}")
-    web, base = stack.start_web(environment, tmp_path)
-    try:
-        stack.wait_for_workers(client, "ready", proc=worker)
-        yield base, worker
-    finally:
-        web.stop()
-        worker.stop()
+    return stack.web_and_worker(tmp_path, db, f"load{db}", **env)
 
 
 def speak_all(base: str, key: str, bodies: list[dict]) -> list[httpx.Response]:

@@ -49,16 +49,9 @@ def test_kokoros_web_and_worker_code_run_without_chattts():
 
 @pytest.fixture
 def kokoro_alone(tmp_path):
-    url, client = stack.redis_db(11)
-    env = stack.stack_env(url, TTS_ENGINES="kokoro")
-    worker = stack.start_worker(env, tmp_path, "alone", queue="tts-kokoro")
-    web, base = stack.start_web(env, tmp_path)
-    try:
-        stack.wait_for_workers(client, "ready", proc=worker, engine="kokoro")
+    alone = stack.web_and_worker(tmp_path, 11, "alone", queue="tts-kokoro", engine="kokoro", TTS_ENGINES="kokoro")
+    with alone as (base, _):
         yield base
-    finally:
-        web.stop()
-        worker.stop()
 
 
 def test_a_kokoro_only_deployment_lists_only_kokoro_and_runs_the_readmes_examples(kokoro_alone, owner):

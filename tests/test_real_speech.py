@@ -33,17 +33,10 @@ def real_stack(django_db_setup, django_db_blocker, tmp_path_factory) -> str:
     directory = os.environ.get("TTS_TEST_KOKORO_REAL_CHECKPOINT", "")
     if not directory or not (Path(directory) / MANIFEST).is_file():
         pytest.fail("TTS_TEST_KOKORO_REAL_CHECKPOINT names no converted checkpoint: run the tests with ./scripts/test")
-    url, client = stack.redis_db(10)
-    env = stack.stack_env(url, TTS_ENGINES="kokoro", TTS_KOKORO_MODEL_DIR=directory)
     logs = tmp_path_factory.mktemp("real")
-    worker = stack.start_worker(env, logs, "real", queue="tts-kokoro")
-    web, base = stack.start_web(env, logs)
-    try:
-        stack.wait_for_workers(client, "ready", proc=worker, engine="kokoro")
+    kokoro = {"TTS_ENGINES": "kokoro", "TTS_KOKORO_MODEL_DIR": directory}
+    with stack.web_and_worker(logs, 10, "real", queue="tts-kokoro", engine="kokoro", **kokoro) as (base, _):
         yield base
-    finally:
-        web.stop()
-        worker.stop()
 
 
 def assert_heard(audio: bytes, text: str) -> None:
