@@ -154,7 +154,7 @@ def main() -> None:
         good.close()
         failing.close()
         nav.get_by_role("link", name="Settings", exact=True).click()
-        page.select_option("#id_model", "chattts")
+        page.select_option("#id_model", "kokoro")
         page.select_option("#id_voice", "nova")
         page.click("button:has-text('Save defaults')")
         page.screenshot(path=OUT / "settings.png", full_page=True)
