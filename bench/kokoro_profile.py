@@ -28,7 +28,7 @@ from kokoro_peer import TEXT, VOICE, zero_retention
 
 # A stack's stage: the first rule whose words appear in it (frames are "function (file:line)").
 STAGES: list[tuple[str, tuple[str, ...]]] = [
-    ("decoder (iSTFTNet)", ("_decode (", "_generate (", "_harmonics (")),
+    ("decoder (iSTFTNet)", ("run_decoder (", "_generate (", "harmonics (")),
     ("F0/N predictor", ("_f0_n (",)),
     ("ALBERT", ("modeling_albert",)),
     ("text and duration encoders", ("forward (inference/kokoro/model.py", "kokoro/modules.py")),

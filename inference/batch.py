@@ -34,6 +34,9 @@ class BatchRow:
     text: str  # one normalised segment
     params: Any  # the engine's (ChatTTSParams, KokoroParams)
     max_tokens: int  # this row's token budget
+    # Its first audio is awaited (a live request's first segment): an engine that makes a row whole
+    # sends it in parts as it decodes them (Kokoro: in windows).
+    early: bool = False
 
 
 class BatchSink(Protocol):

@@ -127,6 +127,14 @@ def fade_in(audio: np.ndarray, sample_rate: int = SAMPLE_RATE) -> np.ndarray:
     return audio
 
 
+def fade_out(audio: np.ndarray, sample_rate: int = SAMPLE_RATE) -> np.ndarray:
+    n = min(int(FADE_SECONDS * sample_rate), len(audio))
+    audio = audio.astype(np.float32, copy=True)
+    if n:
+        audio[-n:] *= np.linspace(1.0, 0.0, n, dtype=np.float32)
+    return audio
+
+
 def ramp_down(last_sample: float, sample_rate: int = SAMPLE_RATE) -> np.ndarray:
     """A streamed segment's last chunk was sent unfaded: glide from its last sample to silence."""
     return np.linspace(last_sample, 0.0, int(FADE_SECONDS * sample_rate), dtype=np.float32)

@@ -10,6 +10,7 @@ put a pause between segments, report `on_segment(n)` when n segments are done, a
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 
 import numpy as np
 
@@ -85,6 +86,7 @@ def stream(
     sample_rate: int = SAMPLE_RATE,
 ) -> Iterator[np.ndarray]:
     rows = request_rows(request, budget)
+    rows[:1] = [replace(row, early=True) for row in rows[:1]]  # its first audio is awaited
     stop = _Stop(should_stop)
     groups = [(0, rows[:1])] + [(s, rows[s : s + MAX_BATCH]) for s in range(1, len(rows), MAX_BATCH)]
     for start, group in groups:

@@ -9,7 +9,7 @@ engine lacks is refused from its spec, naming the engine.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from .ssml_text import prepare_ssml
 from .text import PreparedText, Segmenting, memoised, prepare
@@ -119,12 +119,11 @@ class EngineSpec:
         """The same text and voice always give the same audio: every request is cacheable."""
         return not self.features.seeds
 
-    def prepare(self, text: str, live: bool = True, ssml: bool = False) -> PreparedText:
+    def prepare(self, text: str, ssml: bool = False) -> PreparedText:
         """`text` validated for this model (its inline tags, its languages) and split into
-        segments as the model wants them (`live`: someone listens as it is made, so the first
-        sentence may be cut short; an asynchronous job's is not); TextError says what is wrong.
-        `ssml`: the text is SSML (`inference.ssml`), its segments styled; SsmlError says where."""
-        cutting = self.segmenting if live else replace(self.segmenting, first_piece_seconds=0.0)
+        segments as the model wants them; TextError says what is wrong. `ssml`: the text is SSML
+        (`inference.ssml`), its segments styled; SsmlError says where."""
+        cutting = self.segmenting
         if ssml:
             return prepare_ssml_memoised(
                 text, self.name, self.inline_tags, self.languages, self.phoneme_symbols, cutting

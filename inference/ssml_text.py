@@ -184,8 +184,7 @@ def build(doc: Document, cutting: Segmenting) -> PreparedText:
     carry_pause: int | None = None  # the pause before a block that said nothing, for the next one
     for block in blocks:
         text = re.sub(r"[ \t\n]+", " ", "".join(block.text)).strip()
-        first = cutting.first_piece_seconds if not segments else 0.0
-        pieces, inside = segment_text(text, cutting.pack, first)
+        pieces, inside = segment_text(text, cutting.pack)
         opening = True  # the block's first piece with words takes its pause and its place in the sentence
         pause = block.pause_ms
         if carry_pause is not None:

@@ -170,39 +170,16 @@ def _sentence_pieces(sentence: str) -> list[str]:
     return pieces
 
 
-def _first_piece(sentence: str, seconds: float) -> list[str]:
-    """The text's first sentence cut after about `seconds` of speech, so that an engine that makes
-    each segment whole has its first audio sooner: at its first clause end if one comes soon
-    enough, else between words (never inside a phoneme link, never between CJK characters, which
-    are cut at clause ends only). A sentence short enough stays whole."""
-    if estimate_seconds(sentence) <= 1.5 * seconds:
-        return [sentence]
-    links = [m.span() for m in PHONEME_LINK.finditer(sentence)]
-    inside = lambda i: any(a < i < b for a, b in links)  # noqa: E731
-    cuts = [m.end() for m in CLAUSE_END.finditer(sentence) if not inside(m.end())]
-    cut = next((i for i in cuts if 0.4 <= estimate_seconds(sentence[:i]) <= 2 * seconds), None)
-    if cut is None and not CJK.search(sentence):
-        spaces = [i for i, ch in enumerate(sentence) if ch == " " and not inside(i)]
-        cut = next((i for i in spaces if estimate_seconds(sentence[:i]) >= seconds), None)
-    if cut is None:
-        return [sentence]
-    head, tail = sentence[:cut].strip(), sentence[cut:].strip()
-    return [head, tail] if has_words(head) and has_words(tail) else [sentence]
-
-
-def segment_text(text: str, pack: bool = True, first_piece_seconds: float = 0.0) -> tuple[list[str], set[int]]:
+def segment_text(text: str, pack: bool = True) -> tuple[list[str], set[int]]:
     """The text's segments, one generation each, and which of them continue the sentence of the one
     before. Sentences longer than MAX_SEGMENT_SECONDS are cut at clause ends, then between words.
     `pack`: sentences are packed into segments of at most MAX_SEGMENT_SECONDS (an engine that
     streams within a segment); else each sentence is a segment of its own (an engine that makes each
-    segment whole), its pieces marked as continuing it, and with `first_piece_seconds` the first
-    sentence is cut after about that much speech (`_first_piece`)."""
+    segment whole), its pieces marked as continuing it."""
     sentences = [s.strip() for s in SENTENCE_END.split(text) if s and s.strip()]
     pieces: list[tuple[str, bool]] = []
-    for n, sentence in enumerate(sentences):
+    for sentence in sentences:
         parts = _sentence_pieces(sentence)
-        if n == 0 and first_piece_seconds and not pack:
-            parts = _first_piece(parts[0], first_piece_seconds) + parts[1:]
         pieces += [(part, j > 0) for j, part in enumerate(parts)]
     pieces = [(p, c) for p, c in pieces if TAG.sub("", p).strip()]
     if not pack:
@@ -278,7 +255,6 @@ class Segmenting:
     """How an engine wants its text cut (`segment_text`)."""
 
     pack: bool = True  # sentences packed into segments of up to MAX_SEGMENT_SECONDS
-    first_piece_seconds: float = 0.0  # with pack off: the first sentence cut after about this much
 
 
 @memoised(maxsize=4096)
@@ -290,7 +266,7 @@ def prepare(
     refuse_unknown_tags(text, tags, model)
     refuse_other_languages(text, spoken, model)
     tidy = re.sub(r"[ \t]+", " ", text).strip()
-    cut, continued = segment_text(tidy, cutting.pack, cutting.first_piece_seconds)
+    cut, continued = segment_text(tidy, cutting.pack)
     kept = [i for i, s in enumerate(cut) if has_words(s)]
     if not kept:
         raise TextError("The input has nothing to say (only tags, spaces or symbols).")

@@ -21,7 +21,8 @@ from inference.engine import ModelUnavailable, SynthesisRequest
 from inference.kokoro import g2p, model
 from inference.kokoro.checkpoint import CONFIG, MODULES, WEIGHTS, check_model_dir, complete, make_checkpoint
 from inference.kokoro.engine import KokoroEngine
-from inference.kokoro.model import PADDING_ALLOWED, SEED, RowInput, forward
+from inference.kokoro.forward import forward
+from inference.kokoro.model import PADDING_ALLOWED, SEED, RowInput
 from inference.kokoro.params import KokoroParams
 from inference.kokoro.spec import SPEC
 from inference.kokoro.text import MAX_PHONEMES, SAMPLES_PER_FRAME, pieces

@@ -20,7 +20,8 @@ from inference.checkpoints import MANIFEST
 from inference.kokoro import g2p, real_weights
 from inference.kokoro.checkpoint import CONFIG, MODULES, WEIGHTS
 from inference.kokoro.engine import KokoroEngine
-from inference.kokoro.model import RowInput, forward
+from inference.kokoro.forward import CROSSFADE_SAMPLES, FIRST_WINDOW_FRAMES, SAMPLES_PER_FRAME, decode, forward
+from inference.kokoro.model import RowInput
 from inference.kokoro.params import KokoroParams
 from inference.kokoro.text import pieces
 from inference.spec import SAMPLE_RATE
@@ -121,3 +122,18 @@ def test_kmodel_speaks_as_the_onnx_graph(engine, session, voice, text):
     assert correlation > SPECTROGRAM_CORRELATION, correlation
     heard = [listening.hear(audio, SAMPLE_RATE).text for audio in (ours, theirs)]
     assert [listening.normalise(h) for h in heard] == [listening.normalise(text)] * 2, heard
+
+
+@pytest.mark.parametrize(("voice", "text"), SENTENCES)
+def test_a_sentence_decoded_in_windows_says_the_same_words(engine, voice, text):
+    """A live request's first sentence: its first window sent early, then the rest (one utterance,
+    `inference.kokoro.forward`): as long as the sentence decoded whole, and heard word for word."""
+    ids = phoneme_ids(engine, text)
+    row = RowInput(ids, engine.style(((voice, 1.0),), len(ids)), 1.0)
+    chunks = [d.audio for d in decode(engine.model, [row], early=[0])]
+    whole = forward(engine.model, [row])[0].audio
+    assert len(chunks) == 2 and len(chunks[0]) == FIRST_WINDOW_FRAMES * SAMPLES_PER_FRAME - CROSSFADE_SAMPLES // 2
+    windowed = np.concatenate(chunks)
+    assert len(windowed) == len(whole)
+    heard = listening.hear(windowed, SAMPLE_RATE).text
+    assert listening.normalise(heard) == listening.normalise(text), heard

@@ -437,7 +437,7 @@ def test_a_long_job_on_a_cloned_voice_speaks_every_segment_in_it_captioned_one_b
     voice across chunks), its captions one per segment in order, ending with its audio."""
     own_plan(owner.org, "short-requests", max_input_chars=200, max_job_chars=2000)
     article = " ".join(f"Part {n} of the story goes on, a sentence at a time, to its end." for n in range(8))
-    segments = SPEC.prepare(article, live=False).segments
+    segments = SPEC.prepare(article).segments
     assert len(article) > 200 and len(segments) >= 3
     headers = {"Authorization": f"Bearer {owner.key}"}
     with httpx.Client(base_url=f"{voxcpm_alone}/v1", headers=headers, timeout=120) as client:

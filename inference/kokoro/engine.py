@@ -22,6 +22,7 @@ import json
 import logging
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -29,7 +30,7 @@ from .. import numbers
 from ..base import BatchEngine, model_version, pick_device, pick_precision
 from ..batch import Audio, BatchRow, Done, Event
 from ..device import set_threads
-from ..engine import fade_edges
+from ..engine import fade_edges, fade_in, fade_out
 from ..text import normalizer_version
 from . import g2p
 from .checkpoint import check_model_dir
@@ -190,9 +191,17 @@ class KokoroEngine(BatchEngine):
             hand_back_freed_memory()  # nothing more to run now: what the batch freed goes back
 
     def _forward(self, rows: Sequence[BatchRow], stop: Callable[[str], bool]) -> Iterator[Event]:
-        from .model import RowInput, forward  # noqa: PLC0415  (torch/kokoro: worker processes only)
+        """One forward over `rows`. A row whose first audio is awaited (`BatchRow.early`) has its
+        first piece decoded first, in windows, each sent as soon as it is made (`forward.decode`);
+        every other piece is made whole. Each row's audio goes out in order, and its `Done` as soon
+        as its last piece is made."""
+        from .forward import decode  # noqa: PLC0415  (torch/kokoro: worker processes only)
+        from .model import RowInput  # noqa: PLC0415
 
-        live, inputs = [], []
+        live: list[_Row] = []
+        inputs: list[RowInput] = []
+        owner: list[tuple[int, int]] = []  # each input's row (in `live`) and piece
+        early: set[int] = set()  # the inputs decoded first, in windows
         for row in rows:
             if row.params.speed <= 0:
                 raise ValueError(f"speed must be positive, not {row.params.speed}")
@@ -200,28 +209,44 @@ class KokoroEngine(BatchEngine):
                 yield Done(row.key, 0, np.zeros(0, dtype=np.int64))
                 continue
             row_pieces = _row_pieces(row.text, row.params)
-            live.append((row, row_pieces))
-            for piece in row_pieces:
+            if row.early and row_pieces:
+                early.add(len(inputs))
+            for k, piece in enumerate(row_pieces):
                 ids = [self.model.vocab[c] for c in piece.phonemes]
                 inputs.append(RowInput(ids, self.style(row.params.voice, len(ids)), row.params.speed))
-        outputs = iter(forward(self.model, inputs, self.decoder_rows, self.dtype))
-        for row, row_pieces in live:
-            results = [next(outputs) for _ in row_pieces]
-            if stop(row.key):  # stopped while the batch ran: its audio is not wanted
-                yield Done(row.key, 0, np.zeros(0, dtype=np.int64))
+                owner.append((len(live), k))
+            live.append(_Row(row, row_pieces))
+        stopped = lambda i: stop(live[owner[i][0]].row.key)  # noqa: E731
+        for d in decode(self.model, inputs, self.decoder_rows, self.dtype, early, stopped):
+            r, k = owner[d.row]
+            state = live[r]
+            if state.ended:
                 continue
-            audio, row_words, offset = [], [], 0.0
-            for piece, result in zip(row_pieces, results, strict=True):
-                row_words += words(piece, result.durations.tolist(), offset)
-                audio.append(fade_edges(result.audio))
-                offset += len(result.audio) / self.sample_rate
-            if not audio:  # nothing the model can read (symbols only)
-                yield Done(row.key, 0, np.zeros(0, dtype=np.int64))
+            if stop(state.row.key):  # stopped while the batch ran: no more of its audio
+                state.ended = True
+                yield Done(state.row.key, 0, np.zeros(0, dtype=np.int64))
                 continue
-            samples = np.concatenate(audio)
-            durations = np.concatenate([r.durations for r in results]).astype(np.int64)
-            yield Audio(row.key, samples)
-            yield Done(row.key, len(samples) // SAMPLES_PER_FRAME, durations, tuple(row_words))
+            if d.row in early:  # the row's first piece: each window goes out as it comes
+                samples = fade_in(d.audio) if k not in state.lengths else d.audio
+                samples = fade_out(samples) if d.last else samples
+                state.lengths[k] = state.lengths.get(k, 0) + len(samples)
+                yield Audio(state.row.key, samples)
+                if not d.last:
+                    continue
+                state.sent += 1
+            else:
+                state.made[k] = fade_edges(d.audio)
+                state.lengths[k] = len(d.audio)
+            state.durations[k] = d.durations
+            while state.sent in state.made:
+                yield Audio(state.row.key, state.made.pop(state.sent))
+                state.sent += 1
+            if state.sent == len(state.pieces):
+                state.ended = True
+                yield state.done(self.sample_rate)
+        for state in live:  # stopped between two windows
+            if not state.ended:
+                yield Done(state.row.key, 0, np.zeros(0, dtype=np.int64))
 
     def warm_up(self) -> None:
         """The G2P's dictionaries (English, espeak-ng, jieba, pypinyin) and a first forward."""
@@ -230,6 +255,29 @@ class KokoroEngine(BatchEngine):
         params = KokoroParams(voice=((voice, 1.0),))
         for _ in self.run_rows([BatchRow("warm", "Hi.", params, 0)], lambda key: False):
             pass
+
+
+@dataclass
+class _Row:
+    """A row in `KokoroEngine._forward`: its pieces' audio as they are made and sent in order."""
+
+    row: BatchRow
+    pieces: tuple[Piece, ...]
+    made: dict[int, np.ndarray] = field(default_factory=dict)  # pieces made, not yet sent
+    lengths: dict[int, int] = field(default_factory=dict)  # samples of each piece
+    durations: dict[int, np.ndarray] = field(default_factory=dict)  # frames per input of each piece
+    sent: int = 0  # pieces sent whole
+    ended: bool = False
+
+    def done(self, sample_rate: int) -> Done:
+        """The row's `Done`: its frames, durations and word timings (each piece's after the ones before)."""
+        row_words, offset = [], 0.0
+        for k, piece in enumerate(self.pieces):
+            row_words += words(piece, self.durations[k].tolist(), offset)
+            offset += self.lengths[k] / sample_rate
+        samples = sum(self.lengths.values())
+        durations = np.concatenate([self.durations[k] for k in range(len(self.pieces))]).astype(np.int64)
+        return Done(self.row.key, samples // SAMPLES_PER_FRAME, durations, tuple(row_words))
 
 
 def keep_freed_memory() -> None:

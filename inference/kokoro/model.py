@@ -21,7 +21,7 @@ unchanged (InstanceNorm's fused kernel, fewer temporaries).
 
 Measured (tiny checkpoint, CPU fp32, rows of 0.8 to 9 s with different voices, a mix and speeds
 0.8 to 1.5): a row in a batch differs from the same row alone by at most 6.3e-7 of its peak with
-the decoder row by row or in groups of similar lengths (`_groups`), 1.4e-6 with every row padded
+the decoder row by row or in groups of similar lengths (`decoder_groups`), 1.4e-6 with every row padded
 to the longest; full checkpoint, a batch of 8 rows: 5.9e-7 and 1.3e-6 (bench/kokoro_engine.py).
 One row here differs from `KModel.forward_with_tokens` by ~1e-6. The tests enforce 1e-5 of the
 peak. The difference is float rounding: matrix products and reductions over another batch or
@@ -30,7 +30,7 @@ value within ~1e-6 of .5 frames) or a sample's voiced/unvoiced decision (F0 with
 10 Hz): then that phoneme or sample differs.
 
 Rows whose frame counts differ a lot would spend the decoder (most of the cost) on padding: the
-decoder runs in groups of rows of similar length (`_groups`), of at most `decoder_rows` rows; the
+decoder runs in groups of rows of similar length (`decoder_groups`), of at most `decoder_rows` rows; the
 text side runs all rows at once. On a CPU the engine gives the decoder one row at a time: its
 activations (128-256 channels x 120 samples a frame) outgrow the caches, so rows padded together
 run slower than one by one there (8 rows: x0.80 of the throughput one by one, full checkpoint,
@@ -78,7 +78,7 @@ def _masked(x: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
     return x if mask is None else x * mask
 
 
-def _lstm(lstm: nn.LSTM, x: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+def lstm(lstm: nn.LSTM, x: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
     """A bidirectional LSTM over each row's own length (batch first); zeros past it."""
     packed = nn.utils.rnn.pack_padded_sequence(x, lengths.cpu(), batch_first=True, enforce_sorted=False)
     lstm.flatten_parameters()
@@ -136,9 +136,9 @@ def _resblock1(block, x: torch.Tensor, s: torch.Tensor, mask: torch.Tensor | Non
     return x * mask
 
 
-def _f0_n(predictor, en: torch.Tensor, s: torch.Tensor, frames: torch.Tensor):
+def f0_n(predictor, en: torch.Tensor, s: torch.Tensor, frames: torch.Tensor):
     """ProsodyPredictor.F0Ntrain on padded rows: F0 and N curves (rows, 2 * frames), zero past."""
-    x = _lstm(predictor.shared, en.transpose(-1, -2), frames).transpose(-1, -2)
+    x = lstm(predictor.shared, en.transpose(-1, -2), frames).transpose(-1, -2)
     mask = _mask(frames, en.shape[-1])
     curves = []
     for blocks, proj in ((predictor.F0, predictor.F0_proj), (predictor.N, predictor.N_proj)):
@@ -149,7 +149,7 @@ def _f0_n(predictor, en: torch.Tensor, s: torch.Tensor, frames: torch.Tensor):
     return curves[0], curves[1]
 
 
-def _harmonics(generator, f0_curve: torch.Tensor, frames: torch.Tensor) -> torch.Tensor:
+def harmonics(generator, f0_curve: torch.Tensor, frames: torch.Tensor) -> torch.Tensor:
     """The generator's harmonic source and its STFT, row by row with the row's own noise; zero
     padded to the longest: (rows, n_fft + 2, 120 * frames + 1)."""
     device = f0_curve.device
@@ -174,10 +174,20 @@ def _in(dtype: torch.dtype | None, block, x: torch.Tensor, s: torch.Tensor, mask
         return _resblock1(block, x, s, mask).float()
 
 
-def _generate(generator, x: torch.Tensor, s: torch.Tensor, f0_curve: torch.Tensor, frames: torch.Tensor, dtype=None):
+def generate(
+    generator,
+    x: torch.Tensor,
+    s: torch.Tensor,
+    f0_curve: torch.Tensor,
+    frames: torch.Tensor,
+    dtype=None,
+    har: torch.Tensor | None = None,
+):
     """kokoro's iSTFTNet Generator on padded rows (x: rows, channels, 2 * frames): audio per row;
-    `dtype`: the resblocks' convolutions in it (`_in`)."""
-    har = _harmonics(generator, f0_curve, frames)
+    `dtype`: the resblocks' convolutions in it (`_in`); `har`: the harmonic source's STFT when it is
+    given (a window's slice of its sentence's), else made from `f0_curve`."""
+    if har is None:
+        har = harmonics(generator, f0_curve, frames)
     length = 2 * frames
     for i in range(generator.num_upsamples):
         last = i == generator.num_upsamples - 1
@@ -203,16 +213,12 @@ def _generate(generator, x: torch.Tensor, s: torch.Tensor, f0_curve: torch.Tenso
     ]
 
 
-def _decode(
-    decoder,
-    asr: torch.Tensor,
-    f0_curve: torch.Tensor,
-    n_curve: torch.Tensor,
-    s: torch.Tensor,
-    frames: torch.Tensor,
-    dtype: torch.dtype | None = None,
-) -> list[torch.Tensor]:
-    """kokoro's Decoder on padded rows: asr (rows, 512, frames), curves (rows, 2 * frames)."""
+def decoder_features(
+    decoder, asr: torch.Tensor, f0_curve: torch.Tensor, n_curve: torch.Tensor, s: torch.Tensor, frames: torch.Tensor
+) -> torch.Tensor:
+    """kokoro's Decoder up to its generator, on padded rows: asr (rows, 512, frames), curves (rows,
+    2 * frames) -> the generator's input (rows, channels, 2 * frames). A small part of the
+    decoder's work (its convolutions run at the frame rate; the generator's at 20 and 120 times it)."""
     f0 = decoder.F0_conv(f0_curve.unsqueeze(1))
     n = decoder.N_conv(n_curve.unsqueeze(1))
     mask = _mask(frames, asr.shape[-1])
@@ -225,10 +231,24 @@ def _decode(
         x, mask = _resblk(block, x, s, mask)
         if block.upsample_type != "none":
             res = False
-    return _generate(decoder.generator, x, s, f0_curve, frames, dtype)
+    return x
 
 
-def _groups(frames: list[int], limit: int = 0) -> list[list[int]]:
+def run_decoder(
+    decoder,
+    asr: torch.Tensor,
+    f0_curve: torch.Tensor,
+    n_curve: torch.Tensor,
+    s: torch.Tensor,
+    frames: torch.Tensor,
+    dtype: torch.dtype | None = None,
+) -> list[torch.Tensor]:
+    """kokoro's Decoder on padded rows: asr (rows, 512, frames), curves (rows, 2 * frames)."""
+    x = decoder_features(decoder, asr, f0_curve, n_curve, s, frames)
+    return generate(decoder.generator, x, s, f0_curve, frames, dtype)
+
+
+def decoder_groups(frames: list[int], limit: int = 0) -> list[list[int]]:
     """Row indices in decoder groups of at most `limit` rows (0: any): longest first, a row joining
     while the group's padded frames stay within PADDING_ALLOWED of its real ones."""
     order = sorted(range(len(frames)), key=lambda i: -frames[i])
@@ -242,63 +262,3 @@ def _groups(frames: list[int], limit: int = 0) -> list[list[int]]:
         else:
             groups.append([i])
     return groups
-
-
-@torch.inference_mode()
-def forward(
-    model, rows: Sequence[RowInput], decoder_rows: int = 0, dtype: torch.dtype | None = None
-) -> list[RowOutput]:
-    """`rows` through `model` (a loaded `kokoro.KModel`) in one padded batch: each row's audio
-    (float32, 24 kHz) and its predicted durations. `decoder_rows`: the most rows the decoder
-    runs at once (0: any); `dtype`: the generator's resblocks in it (bfloat16), else float32."""
-    if not rows:
-        return []
-    device = model.device
-    lengths = torch.tensor([len(r.ids) + 2 for r in rows])  # + the start and end inputs (id 0)
-    if int(lengths.max()) > model.context_length:
-        longest, limit = int(lengths.max()) - 2, model.context_length - 2
-        raise ValueError(f"a row has {longest} phonemes; Kokoro reads at most {limit}")
-    width = int(lengths.max())
-    input_ids = torch.zeros(len(rows), width, dtype=torch.long)
-    for i, r in enumerate(rows):
-        input_ids[i, 1 : len(r.ids) + 1] = torch.tensor(list(r.ids), dtype=torch.long)
-    input_ids = input_ids.to(device)
-    text_mask = (torch.arange(width)[None, :] >= lengths[:, None]).to(device)  # True: padding
-    ref_s = torch.stack([r.style.reshape(-1) for r in rows]).to(device)
-    s = ref_s[:, STYLE_DIM:]
-    speed = torch.tensor([float(r.speed) for r in rows], device=device)
-
-    bert = model.bert(input_ids, attention_mask=(~text_mask).int())
-    d_en = model.bert_encoder(bert).transpose(-1, -2)
-    d = model.predictor.text_encoder(d_en, s, lengths, text_mask)
-    x = _lstm(model.predictor.lstm, d, lengths)
-    duration = torch.sigmoid(model.predictor.duration_proj(x)).sum(dim=-1) / speed[:, None]
-    pred_dur = torch.round(duration).clamp(min=1).long().masked_fill(text_mask, 0)
-    frames = pred_dur.sum(dim=1)
-
-    # Each row's alignment: input t covers pred_dur[t] consecutive frames.
-    alignment = torch.zeros(len(rows), width, int(frames.max()), device=device)
-    for i in range(len(rows)):
-        n = int(frames[i])
-        index = torch.repeat_interleave(torch.arange(width, device=device), pred_dur[i])
-        alignment[i, index, torch.arange(n, device=device)] = 1
-    en = d.transpose(-1, -2) @ alignment
-    asr = model.text_encoder(input_ids, lengths, text_mask) @ alignment
-
-    audio: list[torch.Tensor | None] = [None] * len(rows)
-    frame_counts = frames.tolist()
-    for group in _groups(frame_counts, decoder_rows):
-        index = torch.tensor(group, device=device)
-        span = max(frame_counts[i] for i in group)
-        f0, n = _f0_n(model.predictor, en[index, :, :span], s[index], frames[index])
-        for i, samples in zip(
-            group,
-            _decode(model.decoder, asr[index, :, :span], f0, n, ref_s[index, :STYLE_DIM], frames[index], dtype),
-            strict=True,
-        ):
-            audio[i] = samples
-    return [
-        RowOutput(a.float().cpu().numpy(), pred_dur[i, : int(lengths[i])].cpu().numpy())
-        for i, a in enumerate(audio)
-        if a is not None
-    ]

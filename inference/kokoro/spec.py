@@ -12,7 +12,6 @@ from .params import KokoroParams
 from .phonemes import VOCAB
 
 FRAMES_PER_SECOND = 40.0  # one predicted duration unit is 600 samples at 24 kHz
-FIRST_PIECE_SECONDS = 0.8  # of estimated speech: docs/benchmarks.md measures the first audio it gives
 
 
 def _voices() -> tuple[BuiltinVoice, ...]:
@@ -131,9 +130,9 @@ SPEC = EngineSpec(
     tokens_per_second=FRAMES_PER_SECOND,
     params=KokoroParams,
     engine="inference.kokoro.engine:KokoroEngine",
-    # Each sentence is made whole: one a segment (its audio goes out as soon as it is made), and the
-    # first cut after about a second of speech, so that the first audio comes after that second.
+    # Each sentence is made whole: one a segment (its audio goes out as soon as it is made; a live
+    # request's first sentence in windows as they are decoded: `forward`).
     phoneme_symbols=frozenset(VOCAB),
-    segmenting=Segmenting(pack=False, first_piece_seconds=FIRST_PIECE_SECONDS),
+    segmenting=Segmenting(pack=False),
     narrow=served_by,
 )

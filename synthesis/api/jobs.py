@@ -144,7 +144,7 @@ class JobViewSet(mixins.RetrieveModelMixin, TenantScopedViewSet):
         digest = request_digest({**data, "callback_url": callback_url})
         principal, limits = request.user, limits_for(request.user.organization)
         enforce_plan_limits(limits, data, job=True)
-        speech = prepare_speech(data, principal.organization, limits, live=False)
+        speech = prepare_speech(data, principal.organization, limits)
         base = request.build_absolute_uri("/").rstrip("/")
         how = Submission(
             interactive=False, callback_url=callback_url, base_url=base, idempotency_key=key, request_hash=digest

@@ -99,7 +99,7 @@ def enforce_plan_limits(limits: Limits, data: dict, job: bool = False) -> None:
 
 
 def prepare_speech(
-    data: dict, organization, limits: Limits, cacheable: bool = True, free: bool = False, live: bool = True
+    data: dict, organization, limits: Limits, cacheable: bool = True, free: bool = False
 ) -> PreparedSpeech:
     """Check the text for the model, split it, apply the organization's pronunciation lexicons to
     each segment and fix every generation parameter (database and CPU work: call in a thread)."""
@@ -107,7 +107,7 @@ def prepare_speech(
     zero = zero_retention(organization, bool(data.get("zero_retention")))
     ssml = is_ssml(data["input"], data.get("input_format"))
     try:
-        text = spec.prepare(data["input"], live, ssml=ssml)
+        text = spec.prepare(data["input"], ssml=ssml)
     except SsmlError as exc:
         raise ssml_error(exc) from exc
     except TextError as exc:

@@ -106,7 +106,8 @@ class JobRun:
         self.scheduled += 1
         text, params = self.texts[index], self.styling.params[index]
         budget = self.engine.row_budget(text, params)
-        return BatchRow(key=self.key(index), text=text, params=params, max_tokens=budget)
+        early = self.job.interactive and index == 0  # someone waits for its first audio
+        return BatchRow(key=self.key(index), text=text, params=params, max_tokens=budget, early=early)
 
     # The engine's callbacks, routed here by segment.
 

@@ -21,13 +21,13 @@ from synthesis.audio.cache import segments_text
 ENGINES = [KOKORO, CHATTTS, VOXCPM]
 
 
-def prepared(spec, ssml: str, live: bool = False, lexicon=None):
-    return finish(spec.prepare(ssml, live, ssml=True), lexicon)
+def prepared(spec, ssml: str, lexicon=None):
+    return finish(spec.prepare(ssml, ssml=True), lexicon)
 
 
 def refusal(spec, ssml: str) -> str:
     with pytest.raises(SsmlError) as caught:
-        spec.prepare(ssml, False, ssml=True)
+        spec.prepare(ssml, ssml=True)
     return str(caught.value)
 
 
@@ -184,14 +184,13 @@ def test_xml_bombs_and_external_entities_are_refused_fast_with_flat_memory(bomb)
 
 
 def test_only_the_characters_spoken_are_billed_and_a_break_costs_nothing():
-    plain = KOKORO.prepare("Hello world.", False, ssml=True)
+    plain = KOKORO.prepare("Hello world.", ssml=True)
     marked = KOKORO.prepare(
         '<speak version="1.0" xml:lang="en-US"><p>Hello <break time="3s"/><mark name="m"/>world.</p></speak>',
-        False,
         ssml=True,
     )
     assert plain.spoken_chars == marked.spoken_chars == len("Hello world.")
-    alias = KOKORO.prepare('<speak><sub alias="World Wide Web">WWW</sub></speak>', False, ssml=True)
+    alias = KOKORO.prepare('<speak><sub alias="World Wide Web">WWW</sub></speak>', ssml=True)
     assert alias.spoken_chars == len("World Wide Web")
 
 

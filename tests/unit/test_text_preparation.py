@@ -148,31 +148,21 @@ def test_token_budget_grows_with_text_and_is_bounded():
     assert token_budget("字" * 40) < 2048  # one segment stays inside one generation
 
 
-def test_kokoro_speaks_a_sentence_a_segment_and_cuts_the_first_one_short():
-    """Kokoro makes each segment whole: its first audio comes after its first segment, so each
-    sentence is a segment and the first is cut after about a second of speech (at a clause end
-    when one comes soon, else between words); the pieces still make one caption a sentence."""
-    prepared = KOKORO.prepare("The quick brown fox jumps over the lazy dog. It costs $5 today.")
-    assert prepared.segments == ("The quick brown", "fox jumps over the lazy dog.", "It costs $5 today.")
-    assert prepared.continued == {1}
+def test_kokoro_speaks_a_sentence_a_segment_live_or_not():
+    """Kokoro makes each segment whole: each sentence is a segment, the first one whole too (a live
+    request's first audio comes from its first window as the engine decodes it, not from cutting
+    the sentence, which made two utterances of it); a long sentence's pieces make one caption."""
+    text = "The quick brown fox jumps over the lazy dog. It costs $5 today."
+    prepared = KOKORO.prepare(text)
+    assert prepared.segments == ("The quick brown fox jumps over the lazy dog.", "It costs $5 today.")
+    assert prepared.continued == frozenset()
     assert prepared.sentences() == ["The quick brown fox jumps over the lazy dog.", "It costs $5 today."]
     chinese = KOKORO.prepare("你好，欢迎使用我们的语音服务，今天天气很好。明天见。")
-    assert chinese.segments[0] == "你好，" and chinese.sentences()[0] == "你好，欢迎使用我们的语音服务，今天天气很好。"
-    assert KOKORO.prepare("Hello there. Bye now.").segments == ("Hello there.", "Bye now.")  # short: whole
-    # Never inside a phoneme link; and ChatTTS, which streams within a segment, packs sentences.
+    assert chinese.segments == ("你好，欢迎使用我们的语音服务，今天天气很好。", "明天见。")
     linked = KOKORO.prepare("[New York City Hall](/nˈu jˈɔɹk/) is where the mayor works all day long. Yes.")
-    assert linked.segments[0].startswith("[New York City Hall](/nˈu jˈɔɹk/)")
-    assert CHATTTS.prepare("The quick brown fox jumps over the lazy dog. It costs $5 today.").segments == (
-        "The quick brown fox jumps over the lazy dog. It costs $5 today.",
-    )
-
-
-def test_an_asynchronous_jobs_first_sentence_is_not_cut():
-    text = "The quick brown fox jumps over the lazy dog. It costs $5 today."
-    assert KOKORO.prepare(text, live=False).segments == (
-        "The quick brown fox jumps over the lazy dog.",
-        "It costs $5 today.",
-    )
+    assert linked.segments == ("[New York City Hall](/nˈu jˈɔɹk/) is where the mayor works all day long.", "Yes.")
+    # ChatTTS, which streams within a segment, packs sentences.
+    assert CHATTTS.prepare(text).segments == (text,)
 
 
 def test_text_in_a_language_voxcpm_does_not_speak_is_refused_naming_the_thirty_it_does():

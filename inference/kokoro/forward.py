@@ -1,0 +1,198 @@
+"""Kokoro's forward pass over a batch of rows (`decode`, `forward`): the text side for every row at
+once (ALBERT, the encoders, durations, each row's alignment), then the decoder over padded rows in
+groups of similar length (`model`).
+
+A row whose first audio is awaited (`early`: a live request's first sentence) is decoded in two
+windows (`_windows`) and its first goes out as soon as it is decoded. Its text side, durations, F0/N
+curves, harmonic source and the decoder's frame-rate blocks are the whole sentence's; the generator
+(iSTFTNet's upsampling and resblocks: nearly all of the decoder's work) runs over the alignment's
+first FIRST_WINDOW_FRAMES frames, then over the rest, each with WINDOW_CONTEXT_FRAMES of the
+alignment on either side (decoded, discarded), joined by a CROSSFADE_SAMPLES crossfade. One
+utterance: its intonation and pauses are the sentence's own (cutting the text instead made two).
+
+Convolution alone would make the windows' audio the sentence's exactly (8 frames of context cover
+the generator's receptive field), but its 48 instance norms take their statistics over the time
+they see: with the whole sentence's statistics replayed a windowed decode equals the whole one to
+~110 dB; with each window's own it differs (~5-15 dB SNR), and more the shorter the window. Heard
+by Whisper base on 32 read sentences (real weights): whole 9.1 % WER, first window 0.8 s then the
+rest 9.5 %; windows that kept doubling after the first (0.8, 1.6, 3.2 s: the statistics of short
+middle windows) 13.0 %. Hence two windows: the first short for its latency, the rest long for its
+statistics (docs/benchmarks.md).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Iterator, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from .model import (
+    STYLE_DIM,
+    RowInput,
+    RowOutput,
+    decoder_features,
+    decoder_groups,
+    f0_n,
+    generate,
+    harmonics,
+    lstm,
+    run_decoder,
+)
+
+SAMPLES_PER_FRAME = 600  # 24 kHz audio, 40 frames a second
+FIRST_WINDOW_FRAMES = 32  # an early row's first window: 0.8 s of speech at speed 1
+WINDOW_CONTEXT_FRAMES = 8  # of the alignment on either side of a window, decoded and discarded (0.2 s)
+CROSSFADE_SAMPLES = 480  # 20 ms across each join of two windows
+
+
+@dataclass(frozen=True)
+class Decoded:
+    """Audio of row `row`, in order: a window of an early row (`last` False until its final one), or
+    a row whole."""
+
+    row: int
+    audio: np.ndarray  # float32
+    durations: np.ndarray  # the row's frames per input (the same in each of its chunks)
+    last: bool
+
+
+def _windows(frames: int, first: int = FIRST_WINDOW_FRAMES) -> list[tuple[int, int]]:
+    """An early row's windows, [start, end) in frames: the first `first`, then the rest; a row
+    within 1.5 first windows stays whole."""
+    return [(0, first), (first, frames)] if frames > 1.5 * first else [(0, frames)]
+
+
+@dataclass(frozen=True)
+class _Sentences:
+    """The text side of a batch: each row's alignment, prosody input, styles and durations."""
+
+    asr: torch.Tensor  # (rows, 512, frames): the text encoder's features, aligned
+    en: torch.Tensor  # (rows, channels, frames): the prosody encoder's, aligned
+    ref_s: torch.Tensor  # (rows, 256): decoder style, prosody style
+    frames: torch.Tensor  # (rows,)
+    durations: list[np.ndarray]  # frames per input of each row
+
+
+def _text_side(model, rows: Sequence[RowInput]) -> _Sentences:
+    device = model.device
+    lengths = torch.tensor([len(r.ids) + 2 for r in rows])  # + the start and end inputs (id 0)
+    if int(lengths.max()) > model.context_length:
+        longest, limit = int(lengths.max()) - 2, model.context_length - 2
+        raise ValueError(f"a row has {longest} phonemes; Kokoro reads at most {limit}")
+    width = int(lengths.max())
+    input_ids = torch.zeros(len(rows), width, dtype=torch.long)
+    for i, r in enumerate(rows):
+        input_ids[i, 1 : len(r.ids) + 1] = torch.tensor(list(r.ids), dtype=torch.long)
+    input_ids = input_ids.to(device)
+    text_mask = (torch.arange(width)[None, :] >= lengths[:, None]).to(device)  # True: padding
+    ref_s = torch.stack([r.style.reshape(-1) for r in rows]).to(device)
+    s = ref_s[:, STYLE_DIM:]
+    speed = torch.tensor([float(r.speed) for r in rows], device=device)
+
+    bert = model.bert(input_ids, attention_mask=(~text_mask).int())
+    d_en = model.bert_encoder(bert).transpose(-1, -2)
+    d = model.predictor.text_encoder(d_en, s, lengths, text_mask)
+    x = lstm(model.predictor.lstm, d, lengths)
+    duration = torch.sigmoid(model.predictor.duration_proj(x)).sum(dim=-1) / speed[:, None]
+    pred_dur = torch.round(duration).clamp(min=1).long().masked_fill(text_mask, 0)
+    frames = pred_dur.sum(dim=1)
+
+    # Each row's alignment: input t covers pred_dur[t] consecutive frames.
+    alignment = torch.zeros(len(rows), width, int(frames.max()), device=device)
+    for i in range(len(rows)):
+        n = int(frames[i])
+        index = torch.repeat_interleave(torch.arange(width, device=device), pred_dur[i])
+        alignment[i, index, torch.arange(n, device=device)] = 1
+    en = d.transpose(-1, -2) @ alignment
+    asr = model.text_encoder(input_ids, lengths, text_mask) @ alignment
+    durations = [pred_dur[i, : int(lengths[i])].cpu().numpy() for i in range(len(rows))]
+    return _Sentences(asr, en, ref_s, frames, durations)
+
+
+def _windowed(
+    model, side: _Sentences, i: int, dtype: torch.dtype | None, stopped: Callable[[int], bool]
+) -> Iterator[Decoded]:
+    """Row `i` decoded in `_windows`, each window's audio as soon as it is made (module docstring)."""
+    n = int(side.frames[i])
+    frames = side.frames[i : i + 1]
+    s, ref = side.ref_s[i : i + 1, STYLE_DIM:], side.ref_s[i : i + 1, :STYLE_DIM]
+    f0, noise = f0_n(model.predictor, side.en[i : i + 1, :, :n], s, frames)
+    har = harmonics(model.decoder.generator, f0, frames)
+    features = decoder_features(model.decoder, side.asr[i : i + 1, :, :n], f0, noise, ref, frames)
+    windows = _windows(n)
+    half, held = CROSSFADE_SAMPLES // 2, None
+    ramp = np.linspace(0.0, 1.0, 2 * half, dtype=np.float32)
+    for k, (start, end) in enumerate(windows):
+        lo, hi = max(0, start - WINDOW_CONTEXT_FRAMES), min(n, end + WINDOW_CONTEXT_FRAMES)
+        (audio,) = generate(
+            model.decoder.generator,
+            features[:, :, 2 * lo : 2 * hi],
+            ref,
+            f0[:, 2 * lo : 2 * hi],
+            torch.tensor([hi - lo], device=frames.device),
+            dtype,
+            har[:, :, 120 * lo : 120 * hi + 1],
+        )
+        first = (start - lo) * SAMPLES_PER_FRAME - (half if start else 0)
+        last = (end - lo) * SAMPLES_PER_FRAME + (half if end < n else 0)
+        chunk = audio.float().cpu().numpy()[first:last].copy()
+        if held is not None:
+            chunk[: 2 * half] = held * ramp[::-1] + chunk[: 2 * half] * ramp
+        final = k == len(windows) - 1
+        if not final:
+            held, chunk = chunk[-2 * half :].copy(), chunk[: -2 * half]
+        yield Decoded(i, chunk, side.durations[i], final)
+        if not final and stopped(i):
+            return
+
+
+@torch.inference_mode()
+def decode(
+    model,
+    rows: Sequence[RowInput],
+    decoder_rows: int = 0,
+    dtype: torch.dtype | None = None,
+    early: Collection[int] = (),
+    stopped: Callable[[int], bool] = lambda i: False,
+) -> Iterator[Decoded]:
+    """`rows` through `model` (a loaded `kokoro.KModel`) in one padded batch: each row's audio
+    (float32, 24 kHz) and its predicted durations. The rows in `early` come first, each in windows as
+    they are decoded (`stopped(i)` ends row i's between windows, its last chunk not `last`); the
+    others whole, in decoder groups (`decoder_rows`: the most rows the decoder runs at once, 0: any).
+    `dtype`: the generator's resblocks in it (bfloat16), else float32."""
+    if not rows:
+        return
+    side = _text_side(model, rows)
+    for i in sorted(early):
+        yield from _windowed(model, side, i, dtype, stopped)
+    rest = [i for i in range(len(rows)) if i not in early]
+    frame_counts = side.frames.tolist()
+    s = side.ref_s[:, STYLE_DIM:]
+    for group in decoder_groups([frame_counts[i] for i in rest], decoder_rows):
+        group = [rest[j] for j in group]
+        index = torch.tensor(group, device=model.device)
+        span = max(frame_counts[i] for i in group)
+        f0, n = f0_n(model.predictor, side.en[index, :, :span], s[index], side.frames[index])
+        decoded = run_decoder(
+            model.decoder, side.asr[index, :, :span], f0, n, side.ref_s[index, :STYLE_DIM], side.frames[index], dtype
+        )
+        for i, samples in zip(group, decoded, strict=True):
+            yield Decoded(i, samples.float().cpu().numpy(), side.durations[i], True)
+
+
+def forward(
+    model,
+    rows: Sequence[RowInput],
+    decoder_rows: int = 0,
+    dtype: torch.dtype | None = None,
+    early: Collection[int] = (),
+) -> list[RowOutput]:
+    """`decode`'s rows whole, in their order: each row's audio and its durations."""
+    audio: dict[int, list[np.ndarray]] = {}
+    durations: dict[int, np.ndarray] = {}
+    for d in decode(model, rows, decoder_rows, dtype, early):
+        audio.setdefault(d.row, []).append(d.audio)
+        durations[d.row] = d.durations
+    return [RowOutput(np.concatenate(audio[i]), durations[i]) for i in range(len(rows))]
