@@ -1,16 +1,17 @@
 """This service's Kokoro against a peer Kokoro server on the same machine, in the same run, with the
 same checkpoint files and the official `openai` SDK as the client.
 
-    .venv/bin/python bench/kokoro_peer.py --peer-start "/opt/kfa/start.sh {port}" [--runs 3]
+    .venv/bin/python bench/kokoro_peer.py --peer-start "/opt/kfa/start.sh {port}" [--runs 3] [--weights real]
         [--clients 4 8] [--threads N] [--batch 8] [--precision bf16] [--phases single stream clients memory]
 
 The peer is any OpenAI-compatible Kokoro server started by `--peer-start` (a shell command with
 `{port}`; docs/benchmarks.md says how Kokoro-FastAPI was installed for it, outside this repository)
-on the full-size random checkpoint in var/checkpoints/kokoro-full (SHA-256 printed: point the peer
-at the same files). This service runs as `scripts/run` runs it: uvicorn and one Kokoro worker
-(`TTS_MAX_BATCH`, torch threads `--threads`, else the worker's default), on SQLite, the
-organization on zero retention so that no answer comes from the cache (checked: two identical
-requests, both `x-cache: miss`). Noise, not speech: the compute is real.
+on the full-size random checkpoint in var/checkpoints/kokoro-full (noise, not speech: the compute is
+real), or with `--weights real` on Kokoro's real weights (var/checkpoints/kokoro-real, voice
+jf_alpha: speech of real lengths); SHA-256 printed: point the peer at the same files. This service
+runs as `scripts/run` runs it: uvicorn and one Kokoro worker (`TTS_MAX_BATCH`, torch threads
+`--threads`, else the worker's default), on SQLite, the organization on zero retention so that no
+answer comes from the cache (checked: two identical requests, both `x-cache: miss`).
 
 Measured in turns (peer, then ours, each run), medians of `--runs`:
 1. single: one request, the whole WAV;
@@ -35,7 +36,7 @@ from pathlib import Path
 from common import ROOT, Stack, checkpoint, setup
 
 TEXT = "Please remember to bring your notebook to the meeting tomorrow."
-VOICE = "af_heart"
+VOICE = "af_heart"  # jf_alpha with --weights real (the converted packages' voices)
 
 
 def sha256(path: Path) -> str:
@@ -130,21 +131,23 @@ class Memory:
 
 
 class Server:
-    def __init__(self, name: str, base_url: str, key: str, pid: int, model: str):
+    def __init__(self, name: str, base_url: str, key: str, pid: int, model: str, extra: dict | None = None):
         from openai import OpenAI
 
-        self.name, self.pid, self.model = name, pid, model
+        self.name, self.pid, self.model, self.extra = name, pid, model, extra or {}
         self.client = OpenAI(base_url=base_url, api_key=key, timeout=600, max_retries=0)
 
     def whole(self, text: str = TEXT, fmt: str = "wav") -> float:
         started = time.perf_counter()
-        self.client.audio.speech.create(model=self.model, voice=VOICE, input=text, response_format=fmt).read()
+        self.client.audio.speech.create(
+            model=self.model, voice=VOICE, input=text, response_format=fmt, extra_body=self.extra
+        ).read()
         return time.perf_counter() - started
 
     def streamed(self, text: str = TEXT) -> tuple[float, float, int]:
         started, first, size = time.perf_counter(), None, 0
         with self.client.audio.speech.with_streaming_response.create(
-            model=self.model, voice=VOICE, input=text, response_format="pcm"
+            model=self.model, voice=VOICE, input=text, response_format="pcm", extra_body=self.extra
         ) as response:
             for chunk in response.iter_bytes():
                 if chunk and first is None:
@@ -202,9 +205,12 @@ def main() -> None:
             "--precision", default=None, help="TTS_PRECISION of our worker (bf16: its decoder's resblocks)"
         )
         parser.add_argument("--phases", nargs="+", default=["single", "stream", "clients", "memory"])
+        parser.add_argument("--weights", default="random", choices=["random", "real"])
 
+    global VOICE
     args = setup(__doc__, runs=3, extra=extra)
-    model_dir = Path(checkpoint("full", "kokoro"))
+    model_dir = Path(checkpoint("full" if args.weights == "random" else "real", "kokoro"))
+    VOICE = "af_heart" if args.weights == "random" else "jf_alpha"
     for name in ("kokoro-v1_0.pth", f"voices/{VOICE}.pt"):
         print(f"{name}: sha256 {sha256(model_dir / name)}")
     env = {"TTS_MAX_BATCH": str(args.batch)}
@@ -217,7 +223,9 @@ def main() -> None:
         peer = Peer(args.peer_start, stack.tmp / "peer.log")
         try:
             servers = {
-                "peer": Server("peer", peer.base_url, "x", peer.pid, "kokoro"),
+                # lang_code "a": the peer reads a voice's text in the language of its id's first letter
+                # (j for the real weights' Japanese voices) unless told; ours reads English by script.
+                "peer": Server("peer", peer.base_url, "x", peer.pid, "kokoro", {"lang_code": "a"}),
                 "ours": Server("ours", f"{stack.base_url}/v1", stack.key, stack.worker.popen.pid, "kokoro"),
             }
             print(f"ours: {env}; peer: {args.peer_start}")

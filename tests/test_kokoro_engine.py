@@ -20,12 +20,12 @@ from inference.checkpoints import MANIFEST
 from inference.engine import ModelUnavailable, SynthesisRequest
 from inference.kokoro import g2p, model
 from inference.kokoro.checkpoint import CONFIG, MODULES, WEIGHTS, check_model_dir, complete, make_checkpoint
-from inference.kokoro.engine import KokoroEngine
+from inference.kokoro.engine import EDGE_FRAMES, KokoroEngine, edges
 from inference.kokoro.forward import forward
 from inference.kokoro.model import PADDING_ALLOWED, SEED, RowInput
 from inference.kokoro.params import KokoroParams
 from inference.kokoro.spec import SPEC
-from inference.kokoro.text import MAX_PHONEMES, SAMPLES_PER_FRAME, pieces
+from inference.kokoro.text import MAX_PHONEMES, SAMPLES_PER_FRAME, pieces, words
 from inference.spec import SAMPLE_RATE
 from tests.unit.test_kokoro_text import no_network
 
@@ -345,3 +345,17 @@ def test_a_row_over_510_phonemes_is_split_and_keeps_every_word(engine):
 def test_an_unknown_voice_is_a_voice_problem(engine):
     assert engine.voice_problem(HEART) is None
     assert "af_nobody" in engine.voice_problem(KokoroParams(voice=(("af_nobody", 1.0),)))
+
+
+def test_the_models_edge_silence_is_trimmed_and_the_words_follow(engine):
+    """Each piece keeps EDGE_FRAMES of the model's silence before its first phoneme and after its
+    end input: sentence joins, a long row's pieces and SSML breaks are as long as asked."""
+    text = engine.read("Keep the edges short, please.")
+    result = run(engine, [BatchRow("row", text, HEART, 0)])["row"]
+    lead, tail = edges(result["durations"])
+    assert lead == max(0, int(result["durations"][0]) - EDGE_FRAMES)
+    assert len(result["audio"]) == (int(result["durations"].sum()) - lead - tail) * SAMPLES_PER_FRAME
+    untrimmed = words(pieces(g2p.phonemize(text))[0], result["durations"].tolist())
+    assert [w.text for w in result["words"]] == [w.text for w in untrimmed]
+    for ours, theirs in zip(result["words"], untrimmed, strict=True):
+        assert ours.end == pytest.approx(max(0.0, theirs.end - lead / 40), abs=1e-3)

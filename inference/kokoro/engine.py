@@ -28,7 +28,7 @@ import numpy as np
 
 from .. import numbers
 from ..base import BatchEngine, model_version, pick_device, pick_precision
-from ..batch import Audio, BatchRow, Done, Event
+from ..batch import Audio, BatchRow, Done, Event, Word
 from ..device import set_threads
 from ..engine import fade_edges, fade_in, fade_out
 from ..text import normalizer_version
@@ -36,18 +36,19 @@ from . import g2p
 from .checkpoint import check_model_dir
 from .params import KokoroParams
 from .spec import SPEC
-from .text import SAMPLES_PER_FRAME, Piece, pieces, read, words
+from .text import FRAMES_PER_SECOND, SAMPLES_PER_FRAME, Piece, pieces, read, words
 
 logger = logging.getLogger(__name__)
 
 # Our forward (padded batch, per-row noise seeded with model.SEED) and text side: part of the version.
-CODE_VERSION = "padded-batch/1"
+CODE_VERSION = "padded-batch/3"  # 2: a live first sentence in windows; 3: edge silence trimmed
 # The decoder's generator: float32, or its resblocks' convolutions in bfloat16 (float32's range, so
 # the spectrum's exp cannot overflow as in half precision). bf16 is an operator's choice, never auto:
 # 1.2-1.3x faster on a CPU with AVX512-BF16, but the audio differs from float32's by ~-40 dB
 # (docs/benchmarks.md), measured on random weights only.
 PRECISIONS = ("fp32", "bf16")
 PACKS_KEPT = 64  # decoded voice packs and mixes a worker keeps
+EDGE_FRAMES = 2  # of the model's silence kept before a piece's first phoneme and after its end (50 ms)
 
 
 @functools.lru_cache(maxsize=1024)
@@ -226,8 +227,12 @@ class KokoroEngine(BatchEngine):
                 state.ended = True
                 yield Done(state.row.key, 0, np.zeros(0, dtype=np.int64))
                 continue
+            lead, tail = edges(d.durations)
             if d.row in early:  # the row's first piece: each window goes out as it comes
-                samples = fade_in(d.audio) if k not in state.lengths else d.audio
+                first = k not in state.lengths
+                samples = d.audio[lead * SAMPLES_PER_FRAME :] if first else d.audio
+                samples = samples[: max(0, len(samples) - tail * SAMPLES_PER_FRAME)] if d.last else samples
+                samples = fade_in(samples) if first else samples
                 samples = fade_out(samples) if d.last else samples
                 state.lengths[k] = state.lengths.get(k, 0) + len(samples)
                 yield Audio(state.row.key, samples)
@@ -235,8 +240,8 @@ class KokoroEngine(BatchEngine):
                     continue
                 state.sent += 1
             else:
-                state.made[k] = fade_edges(d.audio)
-                state.lengths[k] = len(d.audio)
+                state.made[k] = fade_edges(d.audio[lead * SAMPLES_PER_FRAME : len(d.audio) - tail * SAMPLES_PER_FRAME])
+                state.lengths[k] = len(state.made[k])
             state.durations[k] = d.durations
             while state.sent in state.made:
                 yield Audio(state.row.key, state.made.pop(state.sent))
@@ -273,11 +278,22 @@ class _Row:
         """The row's `Done`: its frames, durations and word timings (each piece's after the ones before)."""
         row_words, offset = [], 0.0
         for k, piece in enumerate(self.pieces):
-            row_words += words(piece, self.durations[k].tolist(), offset)
+            cut = edges(self.durations[k])[0] / FRAMES_PER_SECOND  # the silence trimmed before it
+            for w in words(piece, self.durations[k].tolist()):
+                start, end = (round(offset + max(0.0, t - cut), 4) for t in (w.start, w.end))
+                row_words.append(Word(w.text, start, end))
             offset += self.lengths[k] / sample_rate
         samples = sum(self.lengths.values())
         durations = np.concatenate([self.durations[k] for k in range(len(self.pieces))]).astype(np.int64)
         return Done(self.row.key, samples // SAMPLES_PER_FRAME, durations, tuple(row_words))
+
+
+def edges(durations: np.ndarray) -> tuple[int, int]:
+    """Frames of the model's edge silence to trim from a piece: its start and end inputs' frames
+    beyond EDGE_FRAMES. The model opens each piece with ~0.3 s of silence (the start input's frames),
+    which made every join of two sentences, a long sentence's pieces and an SSML break ~0.3 s longer
+    than asked; the pause a sentence's punctuation gives stays (the worker adds its pause after)."""
+    return max(0, int(durations[0]) - EDGE_FRAMES), max(0, int(durations[-1]) - EDGE_FRAMES)
 
 
 def keep_freed_memory() -> None:

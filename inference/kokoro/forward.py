@@ -40,8 +40,8 @@ from .model import (
     lstm,
     run_decoder,
 )
+from .text import SAMPLES_PER_FRAME
 
-SAMPLES_PER_FRAME = 600  # 24 kHz audio, 40 frames a second
 FIRST_WINDOW_FRAMES = 32  # an early row's first window: 0.8 s of speech at speed 1
 WINDOW_CONTEXT_FRAMES = 8  # of the alignment on either side of a window, decoded and discarded (0.2 s)
 CROSSFADE_SAMPLES = 480  # 20 ms across each join of two windows
