@@ -14,10 +14,10 @@ Convolution alone would make the windows' audio the sentence's exactly (8 frames
 the generator's receptive field), but its 48 instance norms take their statistics over the time
 they see: with the whole sentence's statistics replayed a windowed decode equals the whole one to
 ~110 dB; with each window's own it differs (~5-15 dB SNR), and more the shorter the window. Heard
-by Whisper base on 32 read sentences (real weights): whole 9.1 % WER, first window 0.8 s then the
-rest 9.5 %; windows that kept doubling after the first (0.8, 1.6, 3.2 s: the statistics of short
-middle windows) 13.0 %. Hence two windows: the first short for its latency, the rest long for its
-statistics (docs/benchmarks.md).
+by Whisper base on 32 read sentences (real weights): whole 9.1 % WER; a first window of 0.8 s then
+the rest 9.5 % (0.6 s with 1 s of right context: 8.8 %); windows that kept doubling after the first
+(0.8, 1.6, 3.2 s: the statistics of short middle windows) 13.0 %. Hence two windows: the first
+short for its latency, the rest long for its statistics (docs/benchmarks.md).
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ from .model import (
 )
 from .text import SAMPLES_PER_FRAME
 
-FIRST_WINDOW_FRAMES = 32  # an early row's first window: 0.8 s of speech at speed 1
+FIRST_WINDOW_FRAMES = 24  # an early row's first window: 0.6 s at speed 1 (~0.3 s of it the opening silence)
 WINDOW_CONTEXT_FRAMES = 8  # of the alignment on either side of a window, decoded and discarded (0.2 s)
 CROSSFADE_SAMPLES = 480  # 20 ms across each join of two windows
 
