@@ -112,7 +112,7 @@ def main() -> None:
     from inference.kokoro.engine import KokoroEngine
     from inference.kokoro.params import KokoroParams
     from inference.kokoro.spec import SPEC as KOKORO
-    from inference.text import SENTENCE_END, estimate_seconds
+    from inference.text.preparation import SENTENCE_END, estimate_seconds
 
     kokoro_dir, chattts_dir = kokoro_checkpoint(), checkpoint("full")
     started = time.perf_counter()

@@ -33,7 +33,7 @@ STAGES: list[tuple[str, tuple[str, ...]]] = [
     ("ALBERT", ("modeling_albert",)),
     ("text and duration encoders", ("forward (inference/kokoro/model.py", "kokoro/modules.py")),
     ("G2P (misaki, spaCy, espeak)", ("kokoro/g2p.py", "misaki/", "spacy/", "phonemizer")),
-    ("text normalisation", ("inference/text.py", "/tn/")),
+    ("text normalisation", ("inference/text/preparation.py", "/tn/")),
     ("audio encoding", ("audio/formats.py", "/av/", "soundfile")),
     ("Redis streams", ("audio/streams.py", "redis/")),
     ("database", ("django/db/",)),

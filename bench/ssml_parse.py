@@ -3,9 +3,9 @@
 One document of about 1,000 spoken characters in the shape telephony sends (sentences, breaks, a
 phone number, dates, amounts, an alias, a phoneme, a slower span, marks) is:
 
-- parsed and prepared as the web process does (`inference.ssml_text.prepare_ssml` unmemoised, then
+- parsed and prepared as the web process does (`inference.text.ssml_text.prepare_ssml` unmemoised, then
   `finish` with an empty lexicon): the SSML's own cost;
-- its plain-text twin prepared the same way (`inference.text.prepare` unmemoised): the baseline
+- its plain-text twin prepared the same way (`inference.text.preparation.prepare` unmemoised): the baseline
   every request pays;
 - read by the Kokoro worker (each segment spelled out and phonemised: `engine.read` and the G2P in
   the row's budget), memos cleared: what a worker does before the model, SSML or not;
@@ -40,7 +40,7 @@ PARAGRAPH = (
 
 def document(spoken_chars: int = 1000):
     from inference.kokoro.spec import SPEC
-    from inference.ssml import parse
+    from inference.text.ssml import parse
 
     paragraphs = []
     while True:
@@ -68,8 +68,8 @@ def main() -> None:
     from inference.kokoro import text as kokoro_text
     from inference.kokoro.engine import KokoroEngine
     from inference.kokoro.spec import SPEC
-    from inference.ssml_text import finish, prepare_ssml
-    from inference.text import normalize_segment, prepare
+    from inference.text.preparation import normalize_segment, prepare
+    from inference.text.ssml_text import finish, prepare_ssml
 
     torch.set_num_threads(args.threads)
     ssml, doc = document()

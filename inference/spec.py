@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from .ssml_text import prepare_ssml
-from .text import PreparedText, Segmenting, memoised, prepare
+from .text.preparation import PreparedText, Segmenting, memoised, prepare
+from .text.ssml_text import prepare_ssml
 
 SAMPLE_RATE = 24000  # OpenAI's rate: what a plain `pcm` is on every engine, and the default engines' rate
 RANDOM_WEIGHTS = "-random"  # ends the model version of a randomly initialised checkpoint (noise, not speech)
@@ -122,7 +122,7 @@ class EngineSpec:
     def prepare(self, text: str, ssml: bool = False) -> PreparedText:
         """`text` validated for this model (its inline tags, its languages) and split into
         segments as the model wants them; TextError says what is wrong. `ssml`: the text is SSML
-        (`inference.ssml`), its segments styled; SsmlError says where."""
+        (`inference.text.ssml`), its segments styled; SsmlError says where."""
         cutting = self.segmenting
         if ssml:
             return prepare_ssml_memoised(

@@ -44,7 +44,7 @@ class Job(models.Model):
     caption_texts = models.JSONField(default=list, blank=True)  # the segments as sent, where lexicons changed them
     continued = models.JSONField(default=list, blank=True)  # segments that continue the sentence before (one caption)
     params = models.JSONField(default=dict)  # the engine's row parameters (EngineSpec.params) as a dict
-    # SSML: how each segment is said (inference.ssml_text.SegmentStyle as a dict, with its own `params`
+    # SSML: how each segment is said (inference.text.ssml_text.SegmentStyle as a dict, with its own `params`
     # where another voice, rate or language changes them); empty for plain text.
     styles = models.JSONField(default=list, blank=True)
     cacheable = models.BooleanField(default=False)  # deterministic: a seed was given

@@ -25,7 +25,7 @@ from django.utils import timezone
 
 from billing import alerts as billing_alerts
 from billing.limits import limits_for
-from inference.text import TextError
+from inference.text.preparation import TextError
 from synthesis.models import WebhookDelivery
 from synthesis.service import alerts, callbacks, deliveries, events, maintenance, waiting, workers
 from synthesis.service.jobs import claim_job, fail_job

@@ -19,7 +19,7 @@ from inference.chattts.params import SAMPLES_PER_TOKEN, token_budget
 from inference.chattts.spec import INLINE_TAGS
 from inference.chattts.spec import SPEC as CHATTTS
 from inference.spec import SAMPLE_RATE
-from inference.text import normalize_segment
+from inference.text.preparation import normalize_segment
 from synthesis.models import Job
 from tests.stack import ROOT
 from tts_saas.redis import get_redis

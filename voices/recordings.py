@@ -13,7 +13,7 @@ import numpy as np
 from rest_framework import serializers
 
 from inference.spec import SAMPLE_RATE, EngineSpec
-from inference.text import TextError
+from inference.text.preparation import TextError
 from tts_saas.errors import ApiError
 from tts_saas.queueing import send
 from tts_saas.redis import get_redis

@@ -26,7 +26,7 @@ from ..batch import BatchRow, Event
 from ..checkpoints import read_manifest
 from ..device import set_threads
 from ..engine import ModelUnavailable, SynthesisRequest
-from ..text import normalize_segment, normalizer_version
+from ..text.preparation import normalize_segment, normalizer_version
 from . import prompts
 from .checkpoint import check_model_dir, set_precision
 from .params import ChatTTSParams, token_budget

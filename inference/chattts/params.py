@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from ..text import estimate_seconds
+from ..text.preparation import estimate_seconds
 from .voices import VOICES
 
 

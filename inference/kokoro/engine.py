@@ -26,12 +26,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .. import numbers
 from ..base import BatchEngine, model_version, pick_device, pick_precision
 from ..batch import Audio, BatchRow, Done, Event, Word
 from ..device import set_threads
 from ..engine import fade_edges, fade_in, fade_out
-from ..text import normalizer_version
+from ..text import numbers
+from ..text.preparation import normalizer_version
 from . import g2p
 from .checkpoint import check_model_dir
 from .params import KokoroParams

@@ -36,7 +36,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from ..text import PHONEME_LINK
+from ..text.preparation import PHONEME_LINK
 from . import espeak, japanese
 from .phonemes import Token, known, punctuation
 

@@ -6,7 +6,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from ..spec import BuiltinVoice, EngineSpec, Features, License
-from ..text import Segmenting
+from ..text.preparation import Segmenting
 from .languages import BY_PREFIX, NAMES
 from .params import KokoroParams
 from .phonemes import VOCAB

@@ -3,8 +3,8 @@ fit its context, and word timings from the durations it predicts.
 
 `read` spells out numbers, money and dates outside phoneme links, which stay as written, in the
 language the G2P will read them in (`g2p`'s routing: script, then the row's language): English and
-Chinese with the normaliser every engine shares (`inference.text.normalize`); Spanish, French,
-Italian, Brazilian Portuguese and Japanese with `inference.numbers` (num2words); Hindi's digits are
+Chinese with the normaliser every engine shares (`inference.text.preparation.normalize`); Spanish, French,
+Italian, Brazilian Portuguese and Japanese with `inference.text.numbers` (num2words); Hindi's digits are
 left to espeak-ng, which says them in Hindi. A row's tokens
 (`g2p.phonemize`) become one or more `Piece`s of at most MAX_PHONEMES phonemes, cut where
 KPipeline cuts (after a sentence end, else a clause, else between words); each piece is one input
@@ -19,9 +19,9 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .. import numbers
 from ..batch import Word
-from ..text import PHONEME_LINK, TextError, has_words, normalize, refuse_unknown_tags
+from ..text import numbers
+from ..text.preparation import PHONEME_LINK, TextError, has_words, normalize, refuse_unknown_tags
 from . import japanese
 from .phonemes import Token
 
@@ -39,7 +39,7 @@ CUT_AFTER = ("!.?…", ":;", ",—")
 KANA = re.compile(r"[\u3040-\u30ff\u31f0-\u31ff]")
 HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 DEVANAGARI = re.compile(r"[\u0900-\u097f]")
-# The row's language as inference.numbers spells its Latin-script text ("pt" is Brazilian there).
+# The row's language as inference.text.numbers spells its Latin-script text ("pt" is Brazilian there).
 _SPELLED = {"es": "es", "fr": "fr", "it": "it", "pt-br": "pt"}
 
 
@@ -64,7 +64,7 @@ def read(segment: str, language: str = "") -> str:
 
 def numbers_language(text: str, language: str) -> str:
     """Who spells out `text`'s numbers: "grammars" (English, Chinese), a language of
-    `inference.numbers` ("es", "fr", "it", "pt", "ja"), or "" (Hindi: espeak-ng reads digits)."""
+    `inference.text.numbers` ("es", "fr", "it", "pt", "ja"), or "" (Hindi: espeak-ng reads digits)."""
     if KANA.search(text) or (language == "ja" and HAN.search(text)):
         return "ja"
     if DEVANAGARI.search(text):

@@ -30,14 +30,14 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .. import numbers
 from ..base import BatchEngine, model_version, pick_device, pick_precision
 from ..batch import Audio, BatchRow, Event
 from ..checkpoints import mismatched, read_manifest, sha256_file
 from ..device import set_threads
 from ..engine import ModelUnavailable
 from ..spec import SAMPLE_RATE as RECORDING_RATE  # the rate a recording reaches a worker at
-from ..text import TextError, estimate_seconds, has_words, normalize_segment, normalizer_version
+from ..text import numbers
+from ..text.preparation import TextError, estimate_seconds, has_words, normalize_segment, normalizer_version
 from .files import ALTERNATES, ENV, FILES, check_model_dir, unloaded
 from .params import VoxCPMParams
 from .references import Prompt, Prompts, ReferenceError, pack, unpack
@@ -172,7 +172,7 @@ class VoxCPMEngine(BatchEngine):
     def read(self, segment: str, params: VoxCPMParams | None = None) -> str:
         """What VoxCPM2 reads (whatever the row's parameters): the segment with its numbers, money,
         percentages, times and dates spelled out in Spanish, French, German or Japanese where it is
-        in one of them (`inference.numbers`, told from the text), with the English and Chinese
+        in one of them (`inference.text.numbers`, told from the text), with the English and Chinese
         grammars every engine uses where it is English or Chinese, and as written in its other
         languages (the model reads digits itself)."""
         who = numbers.reading(segment)

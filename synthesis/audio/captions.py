@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from inference.text import PHONEME_LINK, TAG, joiner
+from inference.text.preparation import PHONEME_LINK, TAG, joiner
 
 FORMATS = ("json", "srt", "vtt")
 CONTENT_TYPES = {"json": "application/json", "srt": "application/x-subrip", "vtt": "text/vtt"}

@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator
 from django.conf import settings
 
 from inference import registry
-from inference.text import joiner
+from inference.text.preparation import joiner
 from synthesis.audio import streams
 from synthesis.audio.captions import Caption
 from synthesis.models import Job

@@ -15,9 +15,9 @@ from accounts.models import Organization
 from billing import offer as engines
 from billing.limits import Limits
 from inference.spec import SAMPLE_RATE, EngineSpec
-from inference.ssml import SsmlError, is_ssml
-from inference.ssml_text import finish
-from inference.text import MAX_SEGMENT_SECONDS, PreparedText, TextError, estimate_seconds
+from inference.text.preparation import MAX_SEGMENT_SECONDS, PreparedText, TextError, estimate_seconds
+from inference.text.ssml import SsmlError, is_ssml
+from inference.text.ssml_text import finish
 from synthesis.audio import cache
 from synthesis.audio.captions import Caption
 from synthesis.audio.formats import output_format

@@ -1,5 +1,5 @@
 """SSML's spans said another way, made concrete for the worker: each segment's style
-(`inference.ssml_text.SegmentStyle`) with, where it speaks with another voice, rate or language,
+(`inference.text.ssml_text.SegmentStyle`) with, where it speaks with another voice, rate or language,
 the engine's row parameters for it (`params`), fixed here as the request's are (its voice resolved
 for the organization and allowed by its plan, its speed in the model's range)."""
 
@@ -11,8 +11,8 @@ from typing import Any
 from billing import offer as engines
 from billing.limits import Limits
 from inference.spec import EngineSpec
-from inference.ssml import SsmlError
-from inference.text import PreparedText
+from inference.text.preparation import PreparedText
+from inference.text.ssml import SsmlError
 from tts_saas.errors import ApiError
 from voices.catalog import resolve_voice
 

@@ -12,7 +12,7 @@ from django.conf import settings
 
 from inference import registry
 from inference.engine import Engine, EngineOptions, ModelUnavailable
-from inference.text import preload as preload_normalizers
+from inference.text.preparation import preload as preload_normalizers
 from synthesis.service import routing, workers
 from synthesis.worker import metrics as worker_metrics
 from synthesis.worker.batcher import Batcher

@@ -14,8 +14,8 @@ from typing import Any
 import numpy as np
 
 from inference.engine import PAUSE_SECONDS
-from inference.ssml_text import SegmentStyle
-from inference.text import TextError
+from inference.text.preparation import TextError
+from inference.text.ssml_text import SegmentStyle
 from synthesis.audio.captions import Mark, Word
 
 

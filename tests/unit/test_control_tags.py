@@ -10,7 +10,7 @@ from inference import text as text_module
 from inference.chattts.spec import INLINE_TAGS
 from inference.chattts.spec import SPEC as CHATTTS
 from inference.kokoro.spec import SPEC as KOKORO
-from inference.text import TextError, normalize_segment
+from inference.text.preparation import TextError, normalize_segment
 
 prepare = CHATTTS.prepare
 

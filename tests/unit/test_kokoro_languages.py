@@ -19,7 +19,7 @@ from inference.kokoro.params import KokoroParams
 from inference.kokoro.phonemes import VOCAB
 from inference.kokoro.spec import SPEC
 from inference.kokoro.text import assemble, is_word, read
-from inference.text import TextError
+from inference.text.preparation import TextError
 from tests.unit.test_kokoro_text import no_network
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -30,7 +30,7 @@ from inference.kokoro import g2p
 from inference.kokoro.g2p import Token, phonemize
 from inference.kokoro.phonemes import N_TOKEN, VOCAB
 from inference.kokoro.text import MAX_PHONEMES, assemble, pieces, read, words
-from inference.text import TextError, normalize_segment
+from inference.text.preparation import TextError, normalize_segment
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -1,11 +1,11 @@
 """Numbers, money, percentages, times and dates spelled out in Spanish, French, German and Japanese
-(`inference.numbers`), and which language a text's numbers are read in: what VoxCPM2 reads."""
+(`inference.text.numbers`), and which language a text's numbers are read in: what VoxCPM2 reads."""
 
 from __future__ import annotations
 
 import pytest
 
-from inference.numbers import latin_language, reading, spell_out
+from inference.text.numbers import latin_language, reading, spell_out
 
 
 @pytest.mark.parametrize(

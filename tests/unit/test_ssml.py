@@ -10,11 +10,11 @@ import pytest
 
 from inference.chattts.spec import SPEC as CHATTTS
 from inference.kokoro.spec import SPEC as KOKORO
-from inference.sayas import say_as
-from inference.ssml import SsmlError, is_ssml
-from inference.ssml_text import finish
-from inference.ssml_xml import MAX_ELEMENTS
-from inference.text import TextError
+from inference.text.preparation import TextError
+from inference.text.sayas import say_as
+from inference.text.ssml import SsmlError, is_ssml
+from inference.text.ssml_text import finish
+from inference.text.ssml_xml import MAX_ELEMENTS
 from inference.voxcpm.spec import SPEC as VOXCPM
 from synthesis.audio.cache import segments_text
 

@@ -13,7 +13,7 @@ from inference.chattts.params import token_budget
 from inference.chattts.spec import INLINE_TAGS
 from inference.chattts.spec import SPEC as CHATTTS
 from inference.kokoro.spec import SPEC as KOKORO
-from inference.text import (
+from inference.text.preparation import (
     MAX_SEGMENT_SECONDS,
     TextError,
     estimate_seconds,

@@ -10,8 +10,8 @@ from dataclasses import dataclass, field
 from defusedxml import DefusedXmlException
 from defusedxml.ElementTree import DefusedXMLParser, ParseError
 
+from .preparation import TextError
 from .ssml_subset import SSML_NS
-from .text import TextError
 
 MAX_ELEMENTS = 2000
 MAX_DEPTH = 24

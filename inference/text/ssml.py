@@ -8,10 +8,10 @@ outside the subset is refused by name with its line and column — never read al
 
 What each element becomes (`Words`, `Pause`, `Mark`, `Edge`, each with the `Style` of its span):
 `p`/`s` an edge between sentences (a paragraph's pause longer), `break` a pause, `say-as` words
-(`inference.sayas`), `sub` its alias, `phoneme` a phoneme link `[word](/phonemes/)` for a model
+(`inference.text.sayas`), `sub` its alias, `phoneme` a phoneme link `[word](/phonemes/)` for a model
 that reads phonemes or its written word for one that reads text, `prosody`/`emphasis` a rate,
 volume and pitch for the span, `lang` a language for the span, `voice` another voice of the model,
-`mark` a named point. `inference.ssml_text` cuts the result into segments. Pure Python.
+`mark` a named point. `inference.text.ssml_text` cuts the result into segments. Pure Python.
 """
 
 from __future__ import annotations

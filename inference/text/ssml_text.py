@@ -1,4 +1,4 @@
-"""An SSML document (`inference.ssml`) cut into segments, each with how it is said (`SegmentStyle`).
+"""An SSML document (`inference.text.ssml`) cut into segments, each with how it is said (`SegmentStyle`).
 
 A span said another way (voice, rate, volume, pitch, language), a `break`, a `p` or an `s` starts
 a segment of its own; within a span, sentences are cut as for plain text (`segment_text`). A
@@ -17,8 +17,15 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
+from .preparation import (
+    PHONEME_LINK,
+    PreparedText,
+    Segmenting,
+    refuse_other_languages,
+    refuse_unknown_tags,
+    segment_text,
+)
 from .ssml import PARAGRAPH_PAUSE_MS, PRIVATE, Document, Edge, Mark, Pause, SsmlError, Style, Words, parse
-from .text import PHONEME_LINK, PreparedText, Segmenting, refuse_other_languages, refuse_unknown_tags, segment_text
 
 MARK = 0xF0000  # mark n is chr(MARK + n) in the text until `finish`
 FIXED = 0x100000  # fixed span n is chr(FIXED + n) while sentences are cut

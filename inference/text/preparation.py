@@ -204,7 +204,7 @@ class PreparedText:
     text: str  # as given, spaces tidied: what the cache key and identical-request sharing use
     segments: tuple[str, ...]  # as given; the worker's engine reads each (`Engine.read`)
     continued: frozenset[int] = frozenset()  # segments that continue the sentence of the one before
-    # SSML (`inference.ssml_text`): how each segment is said (pauses, voice, rate, marks...), the
+    # SSML (`inference.text.ssml_text`): how each segment is said (pauses, voice, rate, marks...), the
     # segments as written (captions), the characters spoken (billed), the marks' names.
     styles: tuple = ()
     shown: tuple[str, ...] = ()

@@ -1,7 +1,7 @@
 """Numbers, money, percentages, times and dates spelled out in Spanish, French, German, Italian,
 Brazilian Portuguese and Japanese (num2words), for models that read those languages (VoxCPM2 tells
 the language from the text, `reading`; Kokoro from the row's voice or `lang`); English and Chinese go
-through WeTextProcessing's grammars (`inference.text.normalize`), as for every engine.
+through WeTextProcessing's grammars (`inference.text.preparation.normalize`), as for every engine.
 
 Which language a Latin-script text is in is told by its commonest words (`latin_language`): a
 sentence of Spanish has "el", "que", "de"...; Japanese is told by its kana (`reading`). Where the

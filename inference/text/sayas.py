@@ -4,7 +4,7 @@ Each `interpret-as` becomes words in the run's language with num2words where it 
 language (English, Spanish, French, German, Italian, Portuguese, Japanese and more), so that the
 model reads exactly what was asked ("2026" as a year, "555-0100" digit by digit); where num2words
 does not (Chinese, Hindi), the digits are written the way the shared text preparation spells out
-(`inference.text.normalize` in the worker: "2026年12月3日"). `SayAsError` says what is wrong with
+(`inference.text.preparation.normalize` in the worker: "2026年12月3日"). `SayAsError` says what is wrong with
 the content, for the SSML parser to place it. Pure Python: the web process calls it.
 """
 
