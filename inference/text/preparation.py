@@ -20,6 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypeVar
 
+from . import english
 from .scripts import refusal, written_in
 
 T = TypeVar("T")
@@ -36,6 +37,12 @@ CJK = re.compile(r"[\u3400-\u9fff]")
 # Sentence ends: Chinese ones always; Latin ones when followed by space or the end.
 SENTENCE_END = re.compile(r"(?<=[。！？；…!?;])|(?<=\.)(?=\s|$)|\n+")
 CLAUSE_END = re.compile(r"(?<=[，、：,:])")
+# A full stop that ends no sentence: after a title or an initial ("Dr. Smith", "J. Smith"), or
+# before a lowercase word or a digit ("Elm St. near", "at 9 a.m. tomorrow", "e.g. a brush"). Cut
+# there, a sentence was spoken as two utterances, and "St." alone could not tell Street from Saint.
+TITLE_OR_INITIAL = re.compile(
+    r"(?:^|[\s(])(?:Mr|Mrs|Ms|Mx|Dr|Prof|St|Mt|Ft|Sr|Jr|Rev|Gen|Col|Capt|Lt|Sgt|Gov|Sen|Rep|Hon|Fr|vs|[A-Z])\.$"
+)
 
 # A segment is at most this many seconds of estimated speech, so that its token budget stays
 # well inside one generation.
@@ -82,11 +89,12 @@ def refuse_other_languages(text: str, spoken: tuple[str, ...], model: str) -> No
 
 
 def normalizer_version() -> str:
-    """Part of the model version (what a cached audio depends on): the grammars that spell out."""
+    """Part of the model version (what a cached audio depends on): the grammars that spell out, and
+    our English rules around them."""
     try:
-        return "wetext-" + importlib.metadata.version("WeTextProcessing")
+        return f"wetext-{importlib.metadata.version('WeTextProcessing')}+{english.VERSION}"
     except importlib.metadata.PackageNotFoundError:
-        return "wetext-unknown"
+        return f"wetext-unknown+{english.VERSION}"
 
 
 _normalizers: dict[str, object] = {}
@@ -123,7 +131,12 @@ def normalize(text: str) -> str:
             lang = detect_language(part)
             lead = part[: len(part) - len(part.lstrip())]
             trail = part[len(part.rstrip()) :]
-            part = lead + _normalizer(lang).normalize(part.strip()) + trail
+            plain = part.strip()
+            if lang == "en":
+                spelled = english.after(_normalizer(lang).normalize(english.before(plain)), plain)
+            else:
+                spelled = _normalizer(lang).normalize(plain)
+            part = lead + spelled + trail
         out.append(part)
         if i < len(tags):
             out.append(tags[i])
@@ -170,13 +183,29 @@ def _sentence_pieces(sentence: str) -> list[str]:
     return pieces
 
 
+def split_sentences(text: str) -> list[str]:
+    """`text`'s sentences: cut at each `SENTENCE_END` but a full stop that ends none (`TITLE_OR_INITIAL`,
+    or one a lowercase word or a digit follows)."""
+    out, start = [], 0
+    for m in SENTENCE_END.finditer(text):
+        at = m.start()
+        if at == m.end() and text[at - 1 : at] == ".":
+            after = text[at:].lstrip()[:1]
+            if after.islower() or after.isdigit() or TITLE_OR_INITIAL.search(text[:at]):
+                continue
+        out.append(text[start:at])
+        start = m.end()
+    out.append(text[start:])
+    return [s.strip() for s in out if s.strip()]
+
+
 def segment_text(text: str, pack: bool = True) -> tuple[list[str], set[int]]:
     """The text's segments, one generation each, and which of them continue the sentence of the one
     before. Sentences longer than MAX_SEGMENT_SECONDS are cut at clause ends, then between words.
     `pack`: sentences are packed into segments of at most MAX_SEGMENT_SECONDS (an engine that
     streams within a segment); else each sentence is a segment of its own (an engine that makes each
     segment whole), its pieces marked as continuing it."""
-    sentences = [s.strip() for s in SENTENCE_END.split(text) if s and s.strip()]
+    sentences = split_sentences(text)
     pieces: list[tuple[str, bool]] = []
     for sentence in sentences:
         parts = _sentence_pieces(sentence)

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import pytest
 
-from inference import text as text_module
 from inference.chattts.spec import INLINE_TAGS
 from inference.chattts.spec import SPEC as CHATTTS
 from inference.kokoro.spec import SPEC as KOKORO
+from inference.text import preparation as text_module
 from inference.text.preparation import TextError, normalize_segment
 
 prepare = CHATTTS.prepare
