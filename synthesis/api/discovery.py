@@ -13,8 +13,8 @@ from rest_framework.response import Response
 from billing import offer
 from billing.limits import limits_for
 from billing.policy import OptionalApiKeyAuthentication
-from inference import ssml_subset
 from inference.spec import EngineSpec
+from inference.text import ssml_subset
 from synthesis.api.serializers import VoiceListSerializer
 from synthesis.service import workers
 from tts_saas.errors import ApiError, error_responses
