@@ -66,8 +66,11 @@ def test_a_twilio_document_speaks_on_kokoro_with_its_marks_and_breaks_where_the_
     assert spoken[3:] == ["five", "five", "five", "zero", "one", "zero", "zero"]  # ...the words are what was said
     assert "December" in [w["text"] for w in captions[2]["words"]]
     marks = marks_of(captions)
-    # A mark at a segment's start is its first sample, after the 800 ms break (silence, exactly).
-    assert captions[1]["start"] - captions[0]["end"] == pytest.approx(0.8, abs=1e-3)
+    # A mark at a segment's start is its first sample, after the 800 ms break: the pause between the
+    # words, counted from the end of the last word before it (the model's own trailing silence is part
+    # of the break, not added to it); silence, exactly, after the segment's audio.
+    assert captions[1]["start"] - captions[0]["words"][-1]["end"] == pytest.approx(0.8, abs=1e-3)
+    assert captions[1]["start"] - captions[0]["end"] < 0.8
     assert not pcm[samples(captions[0]["end"]) + 24 : samples(captions[1]["start"]) - 24].any()
     assert marks["number"]["time"] == captions[1]["start"]
     assert marks["date"]["time"] == captions[2]["start"]
@@ -93,7 +96,7 @@ def test_sse_segment_events_and_the_websocket_end_carry_the_marks(live_stack, ow
     segments = [e for e in sse_events(streamed) if e["type"] == "speech.audio.segment"]
     assert [s["text"] for s in segments] == ["One two three.", "Four."]
     assert [m["name"] for s in segments for m in s.get("marks", ())] == ["a", "b"]
-    assert segments[1]["start"] - segments[0]["end"] == pytest.approx(0.3, abs=1e-3)
+    assert segments[1]["start"] - segments[0]["words"][-1]["end"] == pytest.approx(0.3, abs=1e-3)
 
     async def over_the_websocket():
         url = live_stack.base_url.replace("http://", "ws://") + "/v1/audio/stream"

@@ -68,6 +68,7 @@ class JobRun:
         self.keep = None if job.interactive else settings.TTS_STREAM_MAX_EVENTS
         self.position = 0  # samples published
         self.starts: dict[int, int] = {}  # segment -> its first sample
+        self.last_word_end: float | None = None  # the closed segment's last word's end (s), where known
         self.captions: list[Caption] = []  # the sentences closed so far, in order
         self.continued = set(job.continued)  # segments that continue the sentence before
         self.closed = -1  # the last segment whose caption is made
@@ -162,7 +163,8 @@ class JobRun:
             return
         if segment not in self._opened:
             self._opened.add(segment)
-            gap = self.styling.gap(segment, segment in self.continued)  # between sentences; SSML's breaks
+            before = self.position / self.rate - self.last_word_end if self.last_word_end is not None else 0.0
+            gap = self.styling.gap(segment, segment in self.continued, before)  # between sentences; SSML's breaks
             if len(gap):
                 self._publish_pcm(to_pcm16(gap))
             self.starts[segment] = self.position
@@ -181,6 +183,7 @@ class JobRun:
                 Word(w.text, round(offset + w.start, 3), round(offset + w.end, 3)) for w in self.words.pop(segment, ())
             )
         begin, finish = round(start / self.rate, 3), round(end / self.rate, 3)
+        self.last_word_end = words[-1].end if words else None  # where the silence after the segment starts
         marks = self.styling.marks(segment, self.job.segments[segment], self.texts[segment], begin, finish, words)
         caption = Caption(text, begin, finish, words, marks)
         if segment in self.continued and self.open_caption is not None:  # the rest of a sentence

@@ -32,11 +32,14 @@ class Styling:
     def style(self, segment: int) -> SegmentStyle | None:
         return self.styles[segment] if self.styles else None
 
-    def gap(self, segment: int, continued: bool) -> np.ndarray:
-        """The silence before a segment: its break's, else the pause between sentences (none within one)."""
+    def gap(self, segment: int, continued: bool, before: float = 0.0) -> np.ndarray:
+        """The silence before a segment: its break's, else the pause between sentences (none within one).
+        `before`: seconds of silence already at the end of the audio before it (after its last word,
+        where the engine gives word timings): an SSML break is the pause between the words, so that
+        much less of it is added."""
         style = self.style(segment)
         if style is not None and style.pause_ms is not None:
-            seconds = style.pause_ms / 1000
+            seconds = max(0.0, style.pause_ms / 1000 - before)
         else:
             seconds = PAUSE_SECONDS if segment and not continued else 0.0
         return np.zeros(int(seconds * self.rate), dtype=np.float32)
