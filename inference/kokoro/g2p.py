@@ -37,7 +37,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..text.preparation import PHONEME_LINK
-from . import espeak, japanese
+from . import espeak, heteronyms, japanese
 from .phonemes import Token, known, punctuation
 
 CJK_RUN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
@@ -98,6 +98,8 @@ def versions() -> str:
     pipeline = english_pipeline()
     if pipeline != "blank":
         pipeline += "-" + importlib.metadata.version(pipeline)
+    else:
+        pipeline += f"-{heteronyms.VERSION}"  # the blank pipeline's heteronym rules
     return "+".join([*parts, f"spacy-{pipeline}"])
 
 
@@ -135,6 +137,7 @@ def _build_english(british: bool):
             mtokens = super().tokenize(text, tokens, features)
             if self.blank:
                 _tag_punctuation(mtokens)
+                heteronyms.tag(mtokens)  # no tagger: heteronyms by the word before them
             return mtokens
 
     if spacy.util.is_package("en_core_web_sm"):

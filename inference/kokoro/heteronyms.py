@@ -1,0 +1,44 @@
+"""English heteronyms read by the words before them, where no part-of-speech tagger is installed.
+
+misaki reads a heteronym by its spaCy tag ("lives": the noun /lIvz/ by default, the verb /lɪvz/ for
+a verb tag; "read": /ɹid/, or /ɹɛd/ for a past tense). The blank spaCy pipeline (what runs where
+`en_core_web_sm` cannot be installed: it is not on PyPI) tags nothing, so every heteronym took its
+default reading: "He lives here" was read with the noun's vowel. These rules tag the heteronyms
+misaki knows from the word before them: after a subject pronoun, "to", a modal or a negation a verb;
+after a determiner or a possessive a noun; "read" and "wound" after a form of "have" or "be" a past
+participle. Anything else keeps misaki's default. Measured in tests/unit/test_kokoro_heteronyms.py
+(what is read) and by ear with bench/intelligibility.py.
+"""
+
+from __future__ import annotations
+
+VERSION = "heteronyms-1"  # part of the model version (g2p.versions): change it with a rule
+
+VERB_BEFORE = frozenset(
+    "i you we they he she it who to will would can could should shall must may might not never "
+    "don't doesn't didn't won't can't cannot also often always usually".split()
+)
+NOUN_BEFORE = frozenset("the a an this that these those my your his her its our their no any some every each".split())
+PARTICIPLE_BEFORE = frozenset("have has had having was were been be is are am being".split())
+# misaki's heteronyms whose readings split by verb or noun (its gold lexicon's tag-keyed entries).
+BY_VERB = frozenset(
+    "lives live record records present presents close closes use uses wind winds tear tears object objects "
+    "permit permits project projects desert deserts refuse conduct increase increases produce content".split()
+)
+BY_TENSE = frozenset({"read", "wound"})
+
+
+def tag(mtokens) -> None:
+    """Give the heteronyms among misaki's tokens a tag from the word before them (in place)."""
+    previous = ""
+    for tk in mtokens:
+        word = tk.text.lower()
+        if not tk.tag and word in BY_VERB | BY_TENSE:
+            if word in BY_TENSE and previous in PARTICIPLE_BEFORE:
+                tk.tag = "VBN"
+            elif word in BY_VERB and previous in VERB_BEFORE:
+                tk.tag = "VBZ" if word.endswith("s") and previous not in ("i", "you", "we", "they") else "VB"
+            elif word in BY_VERB and previous in NOUN_BEFORE:
+                tk.tag = "NNS" if word.endswith("s") else "NN"
+        if any(c.isalnum() for c in tk.text):
+            previous = word
