@@ -17,7 +17,7 @@ import re
 
 from num2words import num2words
 
-VERSION = "en/1"  # part of the model version (normalizer_version): change it when a rule changes
+VERSION = "en/2"  # part of the model version (normalizer_version): change it when a rule changes
 
 _NAME = r"(?:[A-Z][a-z]+|\d+(?:st|nd|rd|th))"
 _STREET = re.compile(rf"\b({_NAME}) St\.")
@@ -31,7 +31,10 @@ _ENDS_WITH_AM_PM = re.compile(r"\b[ap]\.?m\.$", re.I)
 
 
 def _amount(n: int, one: str, many: str) -> str:
-    return f"{num2words(n, lang='en').replace(',', '')} {one if n == 1 else many}"
+    # Without num2words' "and" inside the number ("two hundred ninety-nine"): with it, "one thousand two
+    # hundred and ninety-nine dollars and ninety-nine cents" was heard as "$1,200 and $99.99".
+    words = num2words(n, lang="en").replace(",", "").replace(" and ", " ")
+    return f"{words} {one if n == 1 else many}"
 
 
 def _money(m: re.Match) -> str:

@@ -18,7 +18,7 @@ from inference.text.preparation import normalize, split_sentences
         ("We met Dr. Smith on Oak Dr. today.", "We met doctor Smith on Oak Drive today."),
         (
             "The price is $1,299.99 today.",
-            "The price is one thousand two hundred and ninety-nine dollars and ninety-nine cents today.",
+            "The price is one thousand two hundred ninety-nine dollars and ninety-nine cents today.",
         ),
         ("A coffee is $1.01.", "A coffee is one dollar and one cent."),
         ("It costs €3.50 or £2.05.", "It costs three euros and fifty cents or two pounds and five pence."),
