@@ -29,7 +29,7 @@ import numpy as np
 from ..base import BatchEngine, model_version, pick_device, pick_precision
 from ..batch import Audio, BatchRow, Done, Event, Word
 from ..device import set_threads
-from ..engine import fade_edges, fade_in, fade_out
+from ..engine import fade_in, fade_out
 from ..text import numbers
 from ..text.preparation import normalizer_version
 from . import g2p
@@ -227,21 +227,20 @@ class KokoroEngine(BatchEngine):
                 state.ended = True
                 yield Done(state.row.key, 0, np.zeros(0, dtype=np.int64))
                 continue
-            lead, tail = edges(d.durations)
+            # A piece's first chunk loses the model's opening silence, its last its closing one.
+            first, (lead, tail) = k not in state.lengths, edges(d.durations)
+            samples = d.audio[lead * SAMPLES_PER_FRAME :] if first else d.audio
+            samples = samples[: max(0, len(samples) - tail * SAMPLES_PER_FRAME)] if d.last else samples
+            samples = fade_in(samples) if first else samples
+            samples = fade_out(samples) if d.last else samples
+            state.lengths[k] = state.lengths.get(k, 0) + len(samples)
             if d.row in early:  # the row's first piece: each window goes out as it comes
-                first = k not in state.lengths
-                samples = d.audio[lead * SAMPLES_PER_FRAME :] if first else d.audio
-                samples = samples[: max(0, len(samples) - tail * SAMPLES_PER_FRAME)] if d.last else samples
-                samples = fade_in(samples) if first else samples
-                samples = fade_out(samples) if d.last else samples
-                state.lengths[k] = state.lengths.get(k, 0) + len(samples)
                 yield Audio(state.row.key, samples)
                 if not d.last:
                     continue
                 state.sent += 1
             else:
-                state.made[k] = fade_edges(d.audio[lead * SAMPLES_PER_FRAME : len(d.audio) - tail * SAMPLES_PER_FRAME])
-                state.lengths[k] = len(state.made[k])
+                state.made[k] = samples
             state.durations[k] = d.durations
             while state.sent in state.made:
                 yield Audio(state.row.key, state.made.pop(state.sent))

@@ -183,16 +183,8 @@ def decode(
 
 
 def forward(
-    model,
-    rows: Sequence[RowInput],
-    decoder_rows: int = 0,
-    dtype: torch.dtype | None = None,
-    early: Collection[int] = (),
+    model, rows: Sequence[RowInput], decoder_rows: int = 0, dtype: torch.dtype | None = None
 ) -> list[RowOutput]:
-    """`decode`'s rows whole, in their order: each row's audio and its durations."""
-    audio: dict[int, list[np.ndarray]] = {}
-    durations: dict[int, np.ndarray] = {}
-    for d in decode(model, rows, decoder_rows, dtype, early):
-        audio.setdefault(d.row, []).append(d.audio)
-        durations[d.row] = d.durations
-    return [RowOutput(np.concatenate(audio[i]), durations[i]) for i in range(len(rows))]
+    """`decode`'s rows, each whole, in their order: its audio and its durations."""
+    out = {d.row: RowOutput(d.audio, d.durations) for d in decode(model, rows, decoder_rows, dtype)}
+    return [out[i] for i in range(len(rows))]
