@@ -158,6 +158,21 @@ REWRITES = (  # before the normaliser, on both sides
 )
 
 
+def joined(tokens: list[str], part, least: int) -> list[str]:
+    """`tokens` with each run of at least `least` tokens that are `part` joined into one."""
+    out: list[str] = []
+    run: list[str] = []
+    for token in [*tokens, ""]:
+        if token and part(token):
+            run.append(token)
+            continue
+        out += ["".join(run)] if len(run) >= least else run
+        run = []
+        if token:
+            out.append(token)
+    return out
+
+
 def canonical(text: str) -> str:
     """Whisper's English normaliser with `REWRITES` before it, then runs of single letters joined
     ("a m" → "am", "w w w" → "www", "u s" → "us"; "a" and "i" stay words) and runs of three or more
@@ -166,27 +181,10 @@ def canonical(text: str) -> str:
         text = re.sub(pattern, repl, text, flags=re.I)
     text = re.sub(r"\b(\d+)/(\d+)\b", lambda m: FRACTIONS.get(m.group(0), m.group(0)), text)
     text = re.sub(rf"(?<=\d)\s?({'|'.join(UNITS)})\b", lambda m: " " + UNITS[m.group(1).lower()], text, flags=re.I)
-    out: list[str] = []
-    run: list[str] = []
-    for token in [*listening.normalise(text).split(), ""]:
-        if len(token) == 1 and token.isalpha() and token not in "ai":
-            run.append(token)
-            continue
-        out += ["".join(run)] if len(run) > 1 else run
-        run = []
-        if token:
-            out.append(token)
-    digits: list[str] = []  # three or more groups of digits in a row: one number said in groups (a phone's)
-    for token in [*out, ""]:
-        if token.isdigit():
-            digits.append(token)
-            continue
-        run += ["".join(digits)] if len(digits) > 2 else digits
-        digits = []
-        if token:
-            run.append(token)
-    out = run
-    return re.sub(r"\b([ap]) m\b", r"\1m", " ".join(out))
+    tokens = listening.normalise(text).split()
+    tokens = joined(tokens, lambda t: len(t) == 1 and t.isalpha() and t not in "ai", 2)
+    tokens = joined(tokens, str.isdigit, 3)  # one number said in groups (a phone's)
+    return re.sub(r"\b([ap]) m\b", r"\1m", " ".join(tokens))
 
 
 def errors(ref: str, hyp: str) -> tuple[int, int]:
