@@ -26,6 +26,7 @@ BY_VERB = frozenset(
     "permit permits project projects desert deserts refuse conduct increase increases produce content".split()
 )
 BY_TENSE = frozenset({"read", "wound"})
+HETERONYMS = BY_VERB | BY_TENSE
 
 
 def tag(mtokens) -> None:
@@ -33,7 +34,7 @@ def tag(mtokens) -> None:
     previous = ""
     for tk in mtokens:
         word = tk.text.lower()
-        if not tk.tag and word in BY_VERB | BY_TENSE:
+        if not tk.tag and word in HETERONYMS:
             if word in BY_TENSE and previous in PARTICIPLE_BEFORE:
                 tk.tag = "VBN"
             elif word in BY_VERB and previous in VERB_BEFORE:
