@@ -17,6 +17,35 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tts_saas.settings")
 os.environ.setdefault("SECRET_KEY", secrets.token_urlsafe(50))  # the benchmark's private stack
 
 
+LAUNCHES = ("cudaLaunchKernel", "cudaLaunchKernelExC", "cuLaunchKernel", "cuLaunchKernelEx", "cudaGraphLaunch")
+SYNCS = ("cudaStreamSynchronize", "cudaDeviceSynchronize", "cudaEventSynchronize", "cudaMemcpyAsync")
+
+
+def cuda_profile(label: str, work, rows: int = 14) -> None:
+    """`work()` under torch.profiler on a GPU: what bounds it. Prints the wall, the kernels' time (the
+    GPU's busy share), the kernel launches and the host-device copies and waits, and the top
+    operators by their own GPU time."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    torch.cuda.synchronize()
+    started = time.perf_counter()
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        work()
+        torch.cuda.synchronize()
+    wall = time.perf_counter() - started
+    events = prof.key_averages()
+    kernels = sum(e.self_device_time_total for e in events if e.device_type.name == "CUDA") / 1e6
+    launches = sum(e.count for e in events if e.key in LAUNCHES)
+    waits = sum(e.count for e in events if e.key in SYNCS)
+    print(f"profile, {label}: {wall:.2f} s under the profiler, kernels {kernels:.2f} s (GPU busy {kernels / wall:.0%}), "
+          f"{launches} launches, {waits} copies and waits", flush=True)
+    try:
+        print(events.table(sort_by="self_cuda_time_total", row_limit=rows, max_name_column_width=50), flush=True)
+    except Exception as error:  # sort keys differ between torch versions
+        print(f"(no table: {error})")
+
+
 def setup(description: str, runs: int = 5, extra=None):
     """The benchmarks' common arguments (--runs, --size, and what `extra(parser)` adds); sets Django up."""
     import argparse

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The GPU benchmark, prepared for one machine with an NVIDIA GPU; the whole script ends within
-# GPU_SH_SECONDS (default 480 s: 8 minutes, under the device's 10-minute command):
+# GPU_SH_SECONDS (default 460 s: under 8 minutes, under the device's 10-minute command):
 # 1. ChatTTS: bench/gpu_sweep.py in fp32 on the full-size random checkpoint, for each loop variant
 #    (the static KV cache with CUDA graphs, without them, the cache that grows by concatenation):
 #    the batch sweep 1…64 (real-time factor, time to first audio, tokens per second, device memory),
@@ -21,7 +21,7 @@
 #    1, 16, 64 (aggregate real time, real-time factor a row, first audio with chunks of 0.48 s,
 #    a step's time, peak and reserved device memory); 180 s at most, starting cold.
 # Each step keeps its own timeout (ChatTTS 300, 120, 120 s; Kokoro 90 s; VoxCPM2 180 s) where the
-# total allows, else what is left once the later steps keep theirs: with GPU_SH_SECONDS=480 and every
+# total allows, else what is left once the later steps keep theirs: with GPU_SH_SECONDS=460 and every
 # engine, the ChatTTS sweep gets 150 s (its --budget two thirds of that), the profile and the tests
 # 45 s each when the steps before them run to their limits.
 # GPU_SH_PARTS="chattts kokoro voxcpm" (the default) chooses the engines.
@@ -37,7 +37,7 @@
 # Redis or PostgreSQL is needed there.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-deadline=$((SECONDS + ${GPU_SH_SECONDS:-480}))
+deadline=$((SECONDS + ${GPU_SH_SECONDS:-460}))
 parts=" ${GPU_SH_PARTS:-chattts kokoro voxcpm} "
 # A step's timeout: what it asks for ($1), or less, so that the steps after it keep $2 seconds.
 span() {
@@ -62,7 +62,7 @@ if [[ $parts == *" chattts "* ]]; then
   timeout "$t" python3 bench/gpu_sweep.py --device cuda --precisions fp32 --jobs 500 --budget $((t * 2 / 3)) "$@"
   sweep=$?
   echo "== ChatTTS: launches and GPU busy fraction a step"
-  timeout "$(span 120 $((45 + later)))" python3 bench/gpu_profile.py --device cuda --precisions fp32 --rows 1 64
+  timeout "$(span 120 $((45 + later)))" python3 bench/gpu_profile.py --device cuda --precisions fp32 --rows 1 64 --table
   profile=$?
   echo "== ChatTTS: the engine's batch tests on the GPU"
   python3 -c "from inference.chattts.checkpoint import make_checkpoint; make_checkpoint('tiny', '/tmp/tts-tiny-checkpoint')" >/dev/null 2>&1
@@ -74,14 +74,14 @@ if ((kok)); then
   echo "== Kokoro: the engine's batch path in fp32 (audio seconds per second, first audio, memory)"
   t=$(span 90 "$vox")
   timeout "$t" python3 bench/kokoro_gpu.py --device cuda --batches 1 8 32 64 128 --runs 2 --budget $((t - 10)) \
-    --pieces .gpu/kokoro_pieces.pkl
+    --precisions fp32 bf16 --profile --pieces .gpu/kokoro_pieces.pkl
   kokoro=$?
 fi
 if ((vox)); then
   echo "== VoxCPM2: the batch sweep in bf16 (first audio, memory)"
   t=$(span 180 0)
   HF_HUB_OFFLINE=1 TQDM_DISABLE=1 timeout "$t" python3 bench/voxcpm_gpu.py --device cuda --dtype bf16 \
-    --batches 1 16 64 --patches 32 --runs 2 --budget $((t - 15))
+    --batches 1 16 64 --patches 32 --runs 2 --budget $((t - 25)) --profile 64
   voxcpm=$?
 fi
 echo "sweep exit $sweep, profile exit $profile, tests exit $tests, kokoro exit $kokoro, voxcpm exit $voxcpm ($SECONDS s)"

@@ -26,6 +26,7 @@ from inference.chattts.checkpoint import make_checkpoint  # noqa: E402
 from inference.chattts.engine import ChatTTSEngine  # noqa: E402
 from inference.chattts.params import ChatTTSParams  # noqa: E402
 from inference.chattts.spec import SPEC as CHATTTS  # noqa: E402
+from common import LAUNCHES  # noqa: E402
 
 TEXT = "Hello there, my old friend."
 VARIANTS = {
@@ -33,7 +34,6 @@ VARIANTS = {
     "static": {"static_cache": True, "cuda_graphs": False},
     "growing": {"static_cache": False, "cuda_graphs": False},
 }
-LAUNCHES = ("cudaLaunchKernel", "cudaLaunchKernelExC", "cuLaunchKernel", "cuLaunchKernelEx", "cudaGraphLaunch")
 
 
 class Sink:
@@ -62,10 +62,6 @@ def main() -> None:
     if not (Path(checkpoint) / "checkpoint.json").exists():
         make_checkpoint(args.size, checkpoint)
     (segment,) = CHATTTS.prepare(TEXT).segments
-    rows = [
-        BatchRow(f"r{i}", segment, ChatTTSParams(voice_seed=1 + i % 8, seed=100 + i), args.tokens)
-        for i in range(args.rows)
-    ]
     for precision in args.precisions:
         engine = ChatTTSEngine.load(checkpoint, device=args.device, fixed_length=True, precision=precision)
         engine.warm_up()

@@ -92,7 +92,10 @@ def write_pieces(path: Path) -> None:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--device", default="cuda")
-    parser.add_argument("--precision", default="fp32", choices=["fp32", "bf16"])
+    parser.add_argument("--precisions", nargs="+", default=["fp32"], choices=["fp32", "bf16"],
+                        help="the sweep in each (bf16: the generator's resblocks, as TTS_PRECISION=bf16)")
+    parser.add_argument("--profile", action="store_true",
+                        help="torch.profiler over the largest batch: kernel time against the wall, launches, top kernels")
     parser.add_argument("--batches", type=int, nargs="+", default=[1, 8, 32, 64, 128])
     parser.add_argument("--runs", type=int, default=2, help="runs at each batch size (the fastest tabled)")
     parser.add_argument("--budget", type=float, default=90, help="seconds for the whole script, load included")
@@ -130,14 +133,14 @@ def main() -> int:
         dev = pick_device(device)
         files = weights.local_files(str(path))
         model = weights.load(files, dev)
-        return kokoro_engine.KokoroEngine(model, files.voices, dev, "bench", files.random_weights, precision=args.precision)
+        return kokoro_engine.KokoroEngine(model, files.voices, dev, "bench", files.random_weights)
 
     started = time.monotonic()
     engine = engine_on(args.device)
     cuda = engine.device.type == "cuda"
     if cuda:
         print(f"{torch.cuda.get_device_name(0)}, {torch.cuda.get_device_properties(0).total_memory / GIB:.0f} GiB")
-    print(f"loaded {path} on {engine.device} in {time.monotonic() - started:.1f} s ({args.precision})", flush=True)
+    print(f"loaded {path} on {engine.device} in {time.monotonic() - started:.1f} s", flush=True)
     voices = sorted(engine.voices)
     texts = sentences(ROWS)
 
@@ -172,6 +175,48 @@ def main() -> int:
     started = time.monotonic()
     run(engine, rows(2))  # kernels, allocator, cuDNN's choices
     print(f"warm-up (two rows) {time.monotonic() - started:.2f} s", flush=True)
+    tables = {}
+    for precision in args.precisions:
+        engine.precision, engine.dtype = precision, torch.bfloat16 if precision == "bf16" else None
+        print(f"== {precision}", flush=True)
+        tables[precision] = sweep(engine, args, began, rows, run)
+    engine.precision, engine.dtype = "fp32", None
+    table_rows = tables[args.precisions[0]]
+    # First audio of one row alone, three times (the live request's case: its first window).
+    alone = [run(engine, rows(1)) for _ in range(3)]
+    firsts = ", ".join(f"{a['first'] * 1000:.0f}" for a in alone)
+    print(f"one row alone: first audio {firsts} ms; its whole sentence {alone[-1]['seconds']:.2f} s of audio in {alone[-1]['wall'] * 1000:.0f} ms", flush=True)
+    # Equivalence: row 1 (made whole) alone against the same row in the largest batch, and on the CPU.
+    reference = run(engine, [row(1)])["audio"]["r1"]
+    if table_rows and table_rows[-1]["rows"] > 1:
+        in_batch = table_rows[-1]["audio"]["r1"]
+        print(f"row 1 in the batch of {table_rows[-1]['rows']} vs alone: {difference(in_batch, reference)}")
+    print(f"row 1, our forward vs KModel.forward_with_tokens on {engine.device}: {own_forward(engine, texts[1])}")
+    if cuda and time.monotonic() - began < args.budget:
+        # The harmonic source's noise comes from the device's generator (seeded alike, but CUDA's
+        # draws are not the CPU's): the two agree in length and durations, not in samples.
+        cpu = run(engine_on("cpu"), [row(1)])["audio"]["r1"]
+        print(f"row 1 on {engine.device} vs on the CPU: {difference(reference, cpu)}")
+    if args.profile and cuda and table_rows and time.monotonic() - began < args.budget:
+        from common import cuda_profile
+
+        batch = rows(table_rows[-1]["rows"])
+        cuda_profile(f"fp32, {len(batch)} rows", lambda: list(engine.run_rows(batch, lambda key: False)))
+    for precision, table in tables.items():
+        print(f"\nKokoro {precision} on {engine.device}, {'random' if engine.random_weights else 'real'} weights:")
+        print("| rows | audio s per s | wall | first audio | audio | peak allocated | reserved |")
+        print("|---|---|---|---|---|---|---|")
+        for r in table:
+            print(f"| {r['rows']} | {r['seconds'] / r['wall']:.1f} | {r['wall']:.3f} s | {r['first'] * 1000:.0f} ms | "
+                  f"{r['seconds']:.1f} s | {size(r.get('peak', 0))} | {size(r.get('reserved', 0))} |")
+    print(f"{time.monotonic() - began:.0f} s in all")
+    return 0
+
+
+def sweep(engine, args, began: float, rows, run) -> list[dict]:
+    """`run` at each of `args.batches` within what is left of the budget; the fastest run of each."""
+    import torch
+
     table_rows, last = [], None
     for n in args.batches:
         best = None
@@ -191,26 +236,29 @@ def main() -> int:
         if best is None:
             break
         table_rows.append(best)
-    # First audio of one row alone, three times (the live request's case: its first window).
-    alone = [run(engine, rows(1)) for _ in range(3)]
-    firsts = ", ".join(f"{a['first'] * 1000:.0f}" for a in alone)
-    print(f"one row alone: first audio {firsts} ms; its whole sentence {alone[-1]['seconds']:.2f} s of audio in {alone[-1]['wall'] * 1000:.0f} ms", flush=True)
-    # Equivalence: row 1 (made whole) alone against the same row in the largest batch, and on the CPU.
-    reference = run(engine, [row(1)])["audio"]["r1"]
-    if table_rows and table_rows[-1]["rows"] > 1:
-        in_batch = table_rows[-1]["audio"]["r1"]
-        print(f"row 1 in the batch of {table_rows[-1]['rows']} vs alone: {difference(in_batch, reference)}")
-    if cuda and time.monotonic() - began < args.budget:
-        cpu = run(engine_on("cpu"), [row(1)])["audio"]["r1"]
-        print(f"row 1 on {engine.device} vs on the CPU: {difference(reference, cpu)}")
-    print(f"\nKokoro {args.precision} on {engine.device}, {'random' if engine.random_weights else 'real'} weights:")
-    print("| rows | audio s per s | wall | first audio | audio | peak allocated | reserved |")
-    print("|---|---|---|---|---|---|---|")
-    for r in table_rows:
-        print(f"| {r['rows']} | {r['seconds'] / r['wall']:.1f} | {r['wall']:.3f} s | {r['first'] * 1000:.0f} ms | "
-              f"{r['seconds']:.1f} s | {size(r.get('peak', 0))} | {size(r.get('reserved', 0))} |")
-    print(f"{time.monotonic() - began:.0f} s in all")
-    return 0
+    return table_rows
+
+
+def own_forward(engine, text: str) -> str:
+    """A row through our padded forward against kokoro's own one-row forward, its noise seeded alike
+    (as tests/test_kokoro_engine.py does on the CPU)."""
+    import torch
+
+    from inference.kokoro import engine as kokoro_engine
+    from inference.kokoro.forward import forward
+    from inference.kokoro.model import SEED, RowInput
+    from inference.kokoro.params import KokoroParams
+
+    voice = ((sorted(engine.voices)[1], 1.0),)
+    (piece, *_) = kokoro_engine._row_pieces(text, KokoroParams(voice=voice))
+    ids = [engine.model.vocab[c] for c in piece.phonemes]
+    style = engine.style(voice, len(ids))
+    ours = forward(engine.model, [RowInput(ids, style, 1.0)])[0]
+    torch.manual_seed(SEED)
+    with torch.no_grad():
+        theirs, durations = engine.model.forward_with_tokens(torch.tensor([[0, *ids, 0]], device=engine.device), style[None], 1.0)
+    same = "the same durations" if np.array_equal(ours.durations, durations.cpu().numpy()) else "durations differ"
+    return f"{same}; {difference(torch.from_numpy(ours.audio), theirs.float().cpu())}"
 
 
 def describe(r: dict) -> str:

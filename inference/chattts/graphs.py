@@ -53,6 +53,10 @@ class DecodeGraphs:
         key = (rows, kv.generation)
         if key not in self._graphs:
             self._graphs = {k: g for k, g in self._graphs.items() if k[1] == kv.generation}
+            if not self._graphs:
+                # A pool lives while a graph holds it: once every graph that shared it is gone, its
+                # handle must not be passed again (torch 2.11 asserts: "use_count > 0").
+                self._pool = None
             try:
                 self._graphs[key] = self._capture(parts, kv, emb, mask)
             except Exception:  # a capture failure must not fail the batch: the eager step is the same
