@@ -38,8 +38,11 @@ def cuda_profile(label: str, work, rows: int = 14) -> None:
     kernels = sum(e.self_device_time_total for e in events if e.device_type.name == "CUDA") / 1e6
     launches = sum(e.count for e in events if e.key in LAUNCHES)
     waits = sum(e.count for e in events if e.key in SYNCS)
-    print(f"profile, {label}: {wall:.2f} s under the profiler, kernels {kernels:.2f} s (GPU busy {kernels / wall:.0%}), "
-          f"{launches} launches, {waits} copies and waits", flush=True)
+    print(
+        f"profile, {label}: {wall:.2f} s under the profiler, kernels {kernels:.2f} s (GPU busy {kernels / wall:.0%}), "
+        f"{launches} launches, {waits} copies and waits",
+        flush=True,
+    )
     try:
         print(events.table(sort_by="self_cuda_time_total", row_limit=rows, max_name_column_width=50), flush=True)
     except Exception as error:  # sort keys differ between torch versions

@@ -21,12 +21,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from common import LAUNCHES  # noqa: E402
+
 from inference.batch import BatchRow  # noqa: E402
 from inference.chattts.checkpoint import make_checkpoint  # noqa: E402
 from inference.chattts.engine import ChatTTSEngine  # noqa: E402
 from inference.chattts.params import ChatTTSParams  # noqa: E402
 from inference.chattts.spec import SPEC as CHATTTS  # noqa: E402
-from common import LAUNCHES  # noqa: E402
 
 TEXT = "Hello there, my old friend."
 VARIANTS = {

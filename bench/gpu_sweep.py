@@ -87,11 +87,14 @@ def main() -> None:
             engine = ChatTTSEngine.load(args.checkpoint, device=args.device, fixed_length=True, precision=precision)
             engine.warm_up()
             parts = engine._gpt_parts()
-            kv = row_cache_bytes(engine)
+            kv = engine.kv_row_bytes()
             free = torch.cuda.mem_get_info(engine.device)[0] if engine.device.type == "cuda" else 0
             print(f"{precision}: {engine.model_version}; KV cache {kv / 2**20:.1f} MiB a row of 2048 columns")
             if free:
-                print(f"{precision}: {free / 2**30:.1f} GiB free: {free // (2 * kv)} rows' caches fit twice over")
+                print(
+                    f"{precision}: {free / 2**30:.1f} GiB free: {free // (2 * kv)} rows' caches fit twice over; "
+                    f"default batch {engine.default_max_batch()}"
+                )
             for variant in args.variants:
                 engine._parts = replace(parts, **VARIANTS[variant])
                 name = f"{precision} {variant}" + (" (no graphs on a CPU)" if variant == "graphs" and not free else "")
@@ -102,14 +105,6 @@ def main() -> None:
         except Exception:  # one precision failing still leaves the other's figures
             traceback.print_exc()
             print(f"{precision}: failed", flush=True)
-
-
-def row_cache_bytes(engine, columns: int = 2048) -> int:
-    """One row's keys and values for `columns` positions in every layer, at the GPT's precision."""
-    config = engine.chat.gpt.gpt.config
-    head_dim = getattr(config, "head_dim", None) or config.hidden_size // config.num_attention_heads
-    element = engine._gpt_parts().dtype.itemsize
-    return 2 * config.num_hidden_layers * config.num_key_value_heads * head_dim * columns * element
 
 
 def long_run(engine, name: str, jobs: int) -> None:

@@ -92,10 +92,18 @@ def write_pieces(path: Path) -> None:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--device", default="cuda")
-    parser.add_argument("--precisions", nargs="+", default=["fp32"], choices=["fp32", "bf16"],
-                        help="the sweep in each (bf16: the generator's resblocks, as TTS_PRECISION=bf16)")
-    parser.add_argument("--profile", action="store_true",
-                        help="torch.profiler over the largest batch: kernel time against the wall, launches, top kernels")
+    parser.add_argument(
+        "--precisions",
+        nargs="+",
+        default=["fp32"],
+        choices=["fp32", "bf16"],
+        help="the sweep in each (bf16: the generator's resblocks, as TTS_PRECISION=bf16)",
+    )
+    parser.add_argument(
+        "--profile",
+        action="store_true",
+        help="torch.profiler over the largest batch: kernel time against the wall, launches, top kernels",
+    )
     parser.add_argument("--batches", type=int, nargs="+", default=[1, 8, 32, 64, 128])
     parser.add_argument("--runs", type=int, default=2, help="runs at each batch size (the fastest tabled)")
     parser.add_argument("--budget", type=float, default=90, help="seconds for the whole script, load included")
@@ -185,7 +193,8 @@ def main() -> int:
     # First audio of one row alone, three times (the live request's case: its first window).
     alone = [run(engine, rows(1)) for _ in range(3)]
     firsts = ", ".join(f"{a['first'] * 1000:.0f}" for a in alone)
-    print(f"one row alone: first audio {firsts} ms; its whole sentence {alone[-1]['seconds']:.2f} s of audio in {alone[-1]['wall'] * 1000:.0f} ms", flush=True)
+    whole = f"{alone[-1]['seconds']:.2f} s of audio in {alone[-1]['wall'] * 1000:.0f} ms"
+    print(f"one row alone: first audio {firsts} ms; its whole sentence {whole}", flush=True)
     # Equivalence: row 1 (made whole) alone against the same row in the largest batch, and on the CPU.
     reference = run(engine, [row(1)])["audio"]["r1"]
     if table_rows and table_rows[-1]["rows"] > 1:
@@ -207,8 +216,10 @@ def main() -> int:
         print("| rows | audio s per s | wall | first audio | audio | peak allocated | reserved |")
         print("|---|---|---|---|---|---|---|")
         for r in table:
-            print(f"| {r['rows']} | {r['seconds'] / r['wall']:.1f} | {r['wall']:.3f} s | {r['first'] * 1000:.0f} ms | "
-                  f"{r['seconds']:.1f} s | {size(r.get('peak', 0))} | {size(r.get('reserved', 0))} |")
+            print(
+                f"| {r['rows']} | {r['seconds'] / r['wall']:.1f} | {r['wall']:.3f} s | {r['first'] * 1000:.0f} ms | "
+                f"{r['seconds']:.1f} s | {size(r.get('peak', 0))} | {size(r.get('reserved', 0))} |"
+            )
     print(f"{time.monotonic() - began:.0f} s in all")
     return 0
 
@@ -256,14 +267,18 @@ def own_forward(engine, text: str) -> str:
     ours = forward(engine.model, [RowInput(ids, style, 1.0)])[0]
     torch.manual_seed(SEED)
     with torch.no_grad():
-        theirs, durations = engine.model.forward_with_tokens(torch.tensor([[0, *ids, 0]], device=engine.device), style[None], 1.0)
+        theirs, durations = engine.model.forward_with_tokens(
+            torch.tensor([[0, *ids, 0]], device=engine.device), style[None], 1.0
+        )
     same = "the same durations" if np.array_equal(ours.durations, durations.cpu().numpy()) else "durations differ"
     return f"{same}; {difference(torch.from_numpy(ours.audio), theirs.float().cpu())}"
 
 
 def describe(r: dict) -> str:
-    line = (f"{r['seconds'] / r['wall']:8.1f} audio s/s, wall {r['wall']:.3f} s, first audio {r['first'] * 1000:.0f} ms, "
-            f"{r['seconds']:.1f} s of audio")
+    line = (
+        f"{r['seconds'] / r['wall']:8.1f} audio s/s, wall {r['wall']:.3f} s, first audio {r['first'] * 1000:.0f} ms, "
+        f"{r['seconds']:.1f} s of audio"
+    )
     if "peak" in r:
         line += f", peak {size(r['peak'])}, reserved {size(r['reserved'])}"
     return line

@@ -55,8 +55,13 @@ def main() -> int:
     parser.add_argument("--budget", type=float, default=200, help="seconds for the whole script, load included")
     parser.add_argument("--size", default="full", choices=["tiny", "full"])
     parser.add_argument("--checkpoint", default="", help="default: /tmp/voxcpm-<size>")
-    parser.add_argument("--profile", type=int, default=0, metavar="ROWS",
-                        help="then torch.profiler over a batch of ROWS rows of 8 patches (on a GPU)")
+    parser.add_argument(
+        "--profile",
+        type=int,
+        default=0,
+        metavar="ROWS",
+        help="then torch.profiler over a batch of ROWS rows of 8 patches (on a GPU)",
+    )
     args = parser.parse_args()
     began = time.monotonic()
     path = Path(args.checkpoint or f"/tmp/voxcpm-{args.size}")
@@ -116,7 +121,9 @@ def main() -> int:
     if args.profile and cuda and time.monotonic() - began < args.budget:
         from common import cuda_profile
 
-        cuda_profile(f"{args.profile} rows of 8 patches", lambda: measure(engine, args.profile, 8, 8 / PATCHES_PER_SECOND))
+        cuda_profile(
+            f"{args.profile} rows of 8 patches", lambda: measure(engine, args.profile, 8, 8 / PATCHES_PER_SECOND)
+        )
     return report(table, args, began, failed=False)
 
 

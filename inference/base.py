@@ -21,9 +21,23 @@ from .batch import Audio, BatchRow, BatchSink, Event
 from .engine import SynthesisRequest
 from .spec import RANDOM_WEIGHTS, EngineSpec
 
+# The rows a worker generates together when TTS_MAX_BATCH is not set (`BatchEngine.default_max_batch`).
+# On a CPU 4: a step of n rows costs nearly n steps of one there (the cores are busy either way), so
+# larger batches only make each row's audio later. On a GPU as many rows as fit in half the free
+# memory at worker start, at `row_bytes` each, and at most 64: on an H200 a ChatTTS step of 64 rows
+# cost 1.8x one of a single row (2.3 s against 0.8 s for 215 tokens, with CUDA graphs), Kokoro made
+# 438 audio seconds a second at 64 rows and 457 at 128 with first audio 130 against 204 ms, and
+# VoxCPM2's step took as long at 64 rows as at one (docs/benchmarks.md, "GPU sweep").
+CPU_MAX_BATCH = 4
+GPU_MAX_BATCH = 64
+GPU_MEMORY_SHARE = 0.5  # the rest: the caching allocator's slack, other processes, the next growth
+
 
 class BatchEngine:
     spec: ClassVar[EngineSpec]
+    # One row's device memory at its longest (its caches and the batch's activations for it), for
+    # the default batch on a GPU; engines measure their own.
+    ROW_BYTES: ClassVar[int] = 256 * 2**20
 
     @property
     def sample_rate(self) -> int:
@@ -56,6 +70,20 @@ class BatchEngine:
                 sink.audio(event.key, event.samples)
             else:
                 sink.done(event.key, event.tokens, event.words)
+
+    def row_bytes(self) -> int:
+        return self.ROW_BYTES
+
+    def default_max_batch(self) -> int:
+        """The rows to generate together when the operator sets none: CPU_MAX_BATCH on a CPU; on a
+        GPU what half its free memory holds at `row_bytes` a row, between 1 and GPU_MAX_BATCH."""
+        device = getattr(self, "device", None)
+        if getattr(device, "type", "cpu") != "cuda":
+            return CPU_MAX_BATCH
+        import torch  # noqa: PLC0415  (torch: worker processes only)
+
+        free, _ = torch.cuda.mem_get_info(device)
+        return max(1, min(GPU_MAX_BATCH, int(free * GPU_MEMORY_SHARE) // self.row_bytes()))
 
     def keep_voice_prompts(self, max_bytes: int) -> None:
         """Bound what the engine keeps per voice (an engine with `spec.voice_affinity`); else nothing."""

@@ -72,6 +72,9 @@ class Engine(Protocol):
     def voice_problem(self, params: Any) -> str | None:
         """Why this model cannot use the row's voice (an embedding of another model), or None."""
 
+    def default_max_batch(self) -> int:
+        """The rows to generate together when the operator sets none (`base.BatchEngine`)."""
+
     def generate_batch(
         self,
         rows: list[BatchRow],

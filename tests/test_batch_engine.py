@@ -34,7 +34,11 @@ from inference.spec import SAMPLE_RATE
 
 CHECKPOINT = os.environ.get("TTS_TEST_CHECKPOINT", "")
 DEVICE = os.environ.get("TTS_TEST_DEVICE", "cpu")  # cuda: the same checks on a GPU (bench/gpu.sh runs them)
-AUDIO_ATOL = 1e-5  # float32 rounding of batched/padded matmuls through the decoders; ~100x the measured
+# float32 rounding of batched/padded matmuls through the decoders; ~100x the measured on a CPU. On a
+# GPU cuDNN's convolutions run in TF32 (torch's default) with algorithms chosen by length, so a
+# streamed window and the whole decode round apart: measured on an H200, 6 of 233,472 samples
+# 1.0-1.25e-5 apart.
+AUDIO_ATOL = 1e-5 if DEVICE == "cpu" else 5e-5
 
 P1 = ChatTTSParams(voice_seed=1, seed=3)
 P2 = ChatTTSParams(voice_seed=7, seed=11, temperature=0.5, top_p=0.9, top_k=10, speed=8)

@@ -301,8 +301,10 @@ TTS_DEFAULT_SEED = envstr("TTS_DEFAULT_SEED")  # empty: an unseeded request gets
 # TTS_QUEUE_TIMEOUT (dead or stuck workers) or when it has not started within both together.
 TTS_QUEUE_TIMEOUT = envfloat("TTS_QUEUE_TIMEOUT", 30.0)
 TTS_MAX_QUEUE_WAIT = envfloat("TTS_MAX_QUEUE_WAIT", 120.0)
-# Rows (segments of jobs) one synthesis worker process generates together: size it to the GPU's memory.
-TTS_MAX_BATCH = envint("TTS_MAX_BATCH", 4)
+# Rows (segments of jobs) one synthesis worker process generates together. 0: the worker's engine
+# decides at start (inference.base.default_max_batch: 4 on a CPU; on a GPU what half its free memory
+# holds, at most 64).
+TTS_MAX_BATCH = envint("TTS_MAX_BATCH", 0)
 TTS_WORKER_MAX_MEMORY_MB = envint("TTS_WORKER_MAX_MEMORY_MB", 0)  # past it a worker leaves, to be restarted (0: never)
 TTS_WORKER_METRICS_PORT = envint("TTS_WORKER_METRICS_PORT", 0)  # each synthesis worker's /metrics; 0: off
 TTS_CONTINUOUS_BATCHING = envbool("TTS_CONTINUOUS_BATCHING", True)  # jobs join a running batch at a step

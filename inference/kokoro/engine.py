@@ -64,6 +64,9 @@ def _row_pieces(text: str, params: KokoroParams) -> tuple[Piece, ...]:
 class KokoroEngine(BatchEngine):
     spec = SPEC
     check_model_dir = staticmethod(check_model_dir)
+    # Measured on an H200 in float32: 128 rows of 8.2 s of audio on average peaked at 11.07 GiB
+    # allocated (~85 MiB a row, ~10.4 MiB a second of audio, padded rows included); a row of 30 s.
+    ROW_BYTES = 320 * 2**20
 
     def __init__(
         self,

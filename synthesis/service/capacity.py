@@ -40,11 +40,16 @@ def note_not_waiting(engine: str, job_id) -> None:
     get_redis().zrem(WAITING.format(engine), str(job_id))
 
 
+# The batch fair_priority counts in when TTS_MAX_BATCH is 0 (each worker sizes its own batch, which
+# the web does not know): a CPU worker's default, the stricter share on a GPU.
+FAIR_BATCH = 4
+
+
 def fair_priority(plan_priority: int, unfinished_before: int, batch: int) -> int:
     """The queue priority of a tenant's next job (0 is served first): its plan's, lowered by one
-    for each batch of that tenant's jobs not finished yet, so that one tenant's burst queues behind
-    another tenant's single request instead of in front of it."""
-    return min(9, plan_priority + unfinished_before // max(1, batch))
+    for each batch (`batch` rows; 0: FAIR_BATCH) of that tenant's jobs not finished yet, so that one
+    tenant's burst queues behind another tenant's single request instead of in front of it."""
+    return min(9, plan_priority + unfinished_before // (batch if batch > 0 else FAIR_BATCH))
 
 
 def note_progress(engine: str) -> None:

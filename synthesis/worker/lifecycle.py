@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from django.conf import settings
 
 from inference import registry
+from inference.base import CPU_MAX_BATCH
 from inference.engine import Engine, EngineOptions, ModelUnavailable
 from inference.text.preparation import preload as preload_normalizers
 from synthesis.service import routing, workers
@@ -27,6 +28,7 @@ class Serving:
     engine: Engine | None = None
     batcher: Batcher | None = None
     load_error: str | None = None
+    max_batch: int = 0  # rows generated together: TTS_MAX_BATCH, or the engine's default (`load`)
 
 
 current = Serving()
@@ -66,7 +68,8 @@ def options(engine: str) -> EngineOptions:
 
 def start(sender) -> None:
     """Celery's worker_init: a worker on an engine's queue checks its model directory (a wrong one
-    stops it at once), runs TTS_MAX_BATCH task threads and loads the engine."""
+    stops it at once), loads the engine, then runs a task thread per row it generates together
+    (TTS_MAX_BATCH, or the engine's default for its device)."""
     queues = sender.app.amqp.queues.consume_from if sender is not None else {}
     name = engine_of_queues(queues or {})
     if not name:
@@ -77,12 +80,12 @@ def start(sender) -> None:
         problem = registry.engine_class(name).check_model_dir(model_dir)
         if problem:
             stop(problem)
-    # One engine per process, shared by a thread per job of a batch.
-    sender.pool_cls, sender.concurrency = "threads", settings.TTS_MAX_BATCH
     if routing.takes_routed_jobs(name):  # the jobs of the voices it owns come on a queue of its own
         current.queue = routing.own_queue(name)
         sender.app.amqp.queues.select_add(current.queue)
     load()
+    # One engine per process, shared by a thread per job of a batch (the pool starts after this).
+    sender.pool_cls, sender.concurrency = "threads", current.max_batch or settings.TTS_MAX_BATCH or CPU_MAX_BATCH
 
 
 def load() -> None:
@@ -100,9 +103,10 @@ def load() -> None:
         return
     chunk_tokens = max(1, round(settings.TTS_STREAM_CHUNK_SECONDS * engine.spec.tokens_per_second))
     current.engine = engine
+    current.max_batch = settings.TTS_MAX_BATCH or engine.default_max_batch()
     current.batcher = Batcher(
         engine,
-        settings.TTS_MAX_BATCH,
+        current.max_batch,
         settings.TTS_BATCH_GATHER_SECONDS,
         chunk_tokens,
         continuous=settings.TTS_CONTINUOUS_BATCHING,
@@ -110,12 +114,12 @@ def load() -> None:
     if engine.random_weights:
         logger.warning("serving a RANDOMLY INITIALISED checkpoint: output is noise, not speech")
     workers.start_heartbeat(
-        name, "ready", model_version=engine.model_version, capacity=settings.TTS_MAX_BATCH, queue=current.queue
+        name, "ready", model_version=engine.model_version, capacity=current.max_batch, queue=current.queue
     )
     worker_metrics.serve(settings.TTS_WORKER_METRICS_PORT)
     logger.info(
         "synthesis worker ready",
-        extra={"engine": name, "model_version": engine.model_version, "batch": settings.TTS_MAX_BATCH},
+        extra={"engine": name, "model_version": engine.model_version, "batch": current.max_batch},
     )
 
 

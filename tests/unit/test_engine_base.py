@@ -10,6 +10,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
+from inference import base
 from inference.base import BatchEngine, model_version, pick_precision
 from inference.batch import Audio, BatchRow, Done
 from inference.engine import PAUSE_SECONDS, SynthesisRequest
@@ -67,3 +68,17 @@ def test_precision_and_version_helpers():
     assert fp32.startswith("tone-") and len(fp32) == len("tone-") + 12
     assert model_version("tone", ["files", "code"], "bf16", True) == f"{fp32}-bf16-random"
     assert model_version("tone", ["files", "other code"]) != fp32
+
+
+def test_the_default_batch_is_four_on_a_cpu_and_what_half_a_gpus_free_memory_holds(monkeypatch):
+    torch = pytest.importorskip("torch")
+    engine = Tone()
+    engine.device = torch.device("cpu")
+    assert engine.default_max_batch() == base.CPU_MAX_BATCH == 4
+    engine.device = torch.device("cuda")
+    free = {"bytes": 0}
+    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda device: (free["bytes"], 80 * 2**30))
+    row = engine.row_bytes()
+    for free_bytes, rows in ((10 * row, 5), (2 * row + row // 2, 1), (row // 3, 1), (1000 * row, base.GPU_MAX_BATCH)):
+        free["bytes"] = free_bytes
+        assert engine.default_max_batch() == rows, free_bytes / row

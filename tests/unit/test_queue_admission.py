@@ -52,6 +52,9 @@ def test_a_tenants_burst_queues_behind_another_tenants_first_job():
     assert capacity.fair_priority(plan, unfinished_before=4, batch=4) == 7  # behind others' first jobs
     assert capacity.fair_priority(plan, unfinished_before=400, batch=4) == 9  # the lowest Celery priority
     assert capacity.fair_priority(0, unfinished_before=0, batch=4) < capacity.fair_priority(3, 0, 4)  # paid first
+    # TTS_MAX_BATCH=0 (each worker sizes its batch): the web counts in batches of FAIR_BATCH.
+    assert capacity.fair_priority(plan, unfinished_before=capacity.FAIR_BATCH, batch=0) == 7
+    assert capacity.fair_priority(plan, unfinished_before=capacity.FAIR_BATCH - 1, batch=0) == 6
 
 
 def test_waiting_jobs_are_counted_once_each_per_engine(redis_client):
