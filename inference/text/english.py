@@ -9,15 +9,28 @@ them (`after`), on English text only.
   "one thousand two hundred and ninety nine point nine nine dollars".
 - A time's "AM" (the grammars' "a.m.") becomes "A.M.", which the G2P spells out; "AM" it read as
   the word "am". The sentence's full stop the grammars swallowed after "a.m." is put back.
+- A date written month first ("Jan. 1, 2000", "March 3rd, 1987", "12/24/2026") is read month first,
+  as written ("January first, two thousand"); the grammars said "the first of january , two
+  thousand" (and Whisper heard the order apart from the text).
+- Grouped thousands without a currency ("1,200 windows") are read whole: the grammars dropped the
+  "one" ("thousand two hundred windows"). Temperatures ("-5°C", "180°C") are "minus five degrees
+  Celsius", "one hundred eighty degrees Celsius": the grammars said "negative" and "one hundred and
+  eighty", heard as "100, and 80°C". Elsewhere the grammars' "hundred and" before a number is
+  dropped where the text itself has no "hundred and" (American reading, as in money).
+- "e.g.", "i.e." and "etc." are "for example", "that is" and "et cetera"; the grammars left them to
+  the G2P, which spelled "e.g." as letters. A monarch's or pope's numeral is an ordinal ("Queen
+  Elizabeth II": "Queen Elizabeth the second"), after a title and a name, or after a regnal name
+  for numerals from II (so "World War II" stays the grammars' "World War two").
 """
 
 from __future__ import annotations
 
+import functools
 import re
 
 from num2words import num2words
 
-VERSION = "en/2"  # part of the model version (normalizer_version): change it when a rule changes
+VERSION = "en/3"  # part of the model version (normalizer_version): change it when a rule changes
 
 _NAME = r"(?:[A-Z][a-z]+|\d+(?:st|nd|rd|th))"
 _STREET = re.compile(rf"\b({_NAME}) St\.")
@@ -30,11 +43,93 @@ _TIME_AM_PM = re.compile(r"\b([AP])M\b")
 _ENDS_WITH_AM_PM = re.compile(r"\b[ap]\.?m\.$", re.I)
 
 
+MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
+          "November", "December")  # fmt: skip
+_ABBREVIATED = {m[:3]: m for m in MONTHS} | {"Sept": "September"}
+_MONTH = rf"({'|'.join(MONTHS)}|(?:{'|'.join(_ABBREVIATED)})\.?)"
+_DATE = re.compile(rf"\b{_MONTH} (\d{{1,2}})(?:st|nd|rd|th)?\b(?:,? (\d{{4}})\b)?")
+_NUMERIC_DATE = re.compile(r"\b(\d{1,2})/(\d{1,2})/(\d{4})\b")
+_GROUPED = re.compile(r"(?<![$€£\d,.])\b\d{1,3}(?:,\d{3})+\b(?![.,]\d)")
+_TEMPERATURE = re.compile(r"(?<![\w.])([-−]?)(\d+(?:\.\d+)?)\s?°\s?([CF])\b")
+_HUNDRED_AND = re.compile(
+    r"\b(hundred|thousand|million|billion) and (?=(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|"
+    r"twelve|thirteen|fourteen|fifteen|sixteen|seventeen|eighteen|nineteen|twenty|thirty|forty|fifty|sixty|"
+    r"seventy|eighty|ninety)\b)"
+)
+_LATIN = [
+    (re.compile(r"\be\.g\.", re.I), "for example"),
+    (re.compile(r"\bi\.e\.", re.I), "that is"),
+    (re.compile(r"\betc\.(?=\s*$)", re.I), "et cetera."),  # the abbreviation's stop ends the sentence too
+    (re.compile(r"\betc\.", re.I), "et cetera"),
+]
+_ROMAN = r"(X{0,3}(?:IX|IV|V?I{0,3}))"
+_TITLE = r"(?:King|Queen|Pope|Emperor|Empress|Prince|Princess|Tsar|Czar|Tsarina|Kaiser|Sultan|Pharaoh)"
+_REGNAL_NAMES = (
+    "Henry|Louis|Elizabeth|Edward|George|Charles|Richard|William|James|Mary|Victoria|Philip|Frederick|"
+    "Napoleon|Peter|Catherine|Nicholas|Alexander|Pius|Leo|Gregory|Benedict|Innocent|Clement|Urban|Boniface|"
+    "John Paul|Ramesses|Ptolemy|Wilhelm|Ludwig|Gustav|Carl|Juan Carlos|Felipe|Alfonso|Ferdinand|Constantine"
+)
+_TITLED = re.compile(rf"\b({_TITLE} [A-Z][a-z]+(?: [A-Z][a-z]+)?) {_ROMAN}\b")
+_NAMED = re.compile(rf"\b({_REGNAL_NAMES}) {_ROMAN}\b")
+_ROMAN_VALUES = {"I": 1, "V": 5, "X": 10}
+
+
+def _roman(numeral: str) -> int:
+    values = [_ROMAN_VALUES[c] for c in numeral]
+    return sum(-v if i + 1 < len(values) and v < values[i + 1] else v for i, v in enumerate(values))
+
+
+def _regnal(m: re.Match, least: int) -> str:
+    n = _roman(m.group(2)) if m.group(2) else 0
+    if n < least:
+        return m.group(0)
+    return f"{m.group(1)} the {num2words(n, lang='en', to='ordinal')}"
+
+
+def _cardinal(n: float) -> str:
+    return num2words(n, lang="en").replace(",", "").replace(" and ", " ")
+
+
+def _year(year: int) -> str:
+    return num2words(year, lang="en", to="year").replace(" and ", " ")
+
+
+def _month_day(month: str, day: int, year: str | None) -> str:
+    spoken = f"{month} {num2words(day, lang='en', to='ordinal')}"
+    return f"{spoken}, {_year(int(year))}" if year else spoken
+
+
+def _date(m: re.Match) -> str:
+    day = int(m.group(2))
+    if not 1 <= day <= 31:
+        return m.group(0)
+    month = m.group(1).rstrip(".")
+    return _month_day(_ABBREVIATED.get(month, month), day, m.group(3))
+
+
+def _numeric_date(m: re.Match) -> str:
+    first, second = int(m.group(1)), int(m.group(2))
+    if 1 <= first <= 12 and 1 <= second <= 31:  # month first, as the grammars and American English read it
+        return _month_day(MONTHS[first - 1], second, m.group(3))
+    if 1 <= second <= 12 and 1 <= first <= 31:  # 24/12/2026: only day first can be a date
+        return _month_day(MONTHS[second - 1], first, m.group(3))
+    return m.group(0)
+
+
+def _said(spoken: str, m: re.Match) -> str:
+    return spoken.capitalize() if m.group(0)[0].isupper() else spoken
+
+
+def _temperature(m: re.Match) -> str:
+    value = float(m.group(2)) if "." in m.group(2) else int(m.group(2))
+    sign = "minus " if m.group(1) else ""
+    return f"{sign}{_cardinal(value)} degrees {'Celsius' if m.group(3) == 'C' else 'Fahrenheit'}"
+
+
 def _amount(n: int, one: str, many: str) -> str:
     # Without num2words' "and" inside the number ("two hundred ninety-nine"): with it, "one thousand two
     # hundred and ninety-nine dollars and ninety-nine cents" was heard as "$1,200 and $99.99".
-    words = num2words(n, lang="en").replace(",", "").replace(" and ", " ")
-    return f"{words} {one if n == 1 else many}"
+    return f"{_cardinal(n)} {one if n == 1 else many}"
 
 
 def _money(m: re.Match) -> str:
@@ -50,12 +145,22 @@ def before(text: str) -> str:
     text = _SAINT.sub("Saint", text)  # first: "Visit St. Paul's" is a saint, though a capital precedes
     text = _STREET.sub(r"\1 Street", text)
     text = _DRIVE.sub(r"\1 Drive", text)
-    return _MONEY.sub(_money, text)
+    text = _MONEY.sub(_money, text)
+    text = _DATE.sub(_date, text)
+    text = _NUMERIC_DATE.sub(_numeric_date, text)
+    text = _TEMPERATURE.sub(_temperature, text)
+    text = _GROUPED.sub(lambda m: _cardinal(int(m.group(0).replace(",", ""))), text)
+    for pattern, spoken in _LATIN:
+        text = pattern.sub(functools.partial(_said, spoken), text)
+    text = _TITLED.sub(lambda m: _regnal(m, 1), text)
+    return _NAMED.sub(lambda m: _regnal(m, 2), text)
 
 
 def after(spelled: str, text: str) -> str:
     """The grammars' `spelled` out `text`, mended."""
     spelled = _TIME_AM_PM.sub(lambda m: f"{m.group(1)}.M.", spelled)
+    if not re.search(r"\b(hundred|thousand|million|billion) and\b", text, re.I):  # the grammars' "and", not the text's
+        spelled = _HUNDRED_AND.sub(r"\1 ", spelled)
     if _ENDS_WITH_AM_PM.search(text.rstrip()) and not spelled.rstrip().endswith("."):
         spelled = spelled.rstrip() + "."
     return spelled

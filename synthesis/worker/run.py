@@ -282,7 +282,8 @@ class JobRun:
             return
         if self.closed < self.total - 1:
             self._close(self.total - 1)  # the last segment (the others closed as the next began)
-        tail = self.styling.tail()  # SSML: a break at the end
+        before = self.position / self.rate - self.last_word_end if self.last_word_end is not None else 0.0
+        tail = self.styling.tail(before)  # SSML: a break at the end, counted from the last word's end
         if len(tail):
             self._publish_pcm(to_pcm16(tail), settling=True)
             audio_seconds = self.position / self.rate

@@ -44,9 +44,12 @@ class Styling:
             seconds = PAUSE_SECONDS if segment and not continued else 0.0
         return np.zeros(int(seconds * self.rate), dtype=np.float32)
 
-    def tail(self) -> np.ndarray:
+    def tail(self, before: float = 0.0) -> np.ndarray:
+        """The silence after the last segment: an SSML break at the end, less the `before` seconds of
+        silence already after its last word (as `gap`)."""
         style = self.style(len(self.styles) - 1) if self.styles else None
-        return np.zeros(int((style.after_ms if style else 0) / 1000 * self.rate), dtype=np.float32)
+        seconds = max(0.0, style.after_ms / 1000 - before) if style is not None and style.after_ms else 0.0
+        return np.zeros(int(seconds * self.rate), dtype=np.float32)
 
     def shape(self, segment: int, samples: np.ndarray, last: bool = False) -> np.ndarray:
         """A segment's audio with its pitch and volume (`last`: its row ended, the filter's rest out)."""
@@ -75,8 +78,8 @@ class Styling:
             return ()
         out = []
         for name, offset, ms in style.marks:
-            if offset < 0:  # after the last words, that far into the closing break
-                out.append(Mark(name, round(end + ms / 1000, 3)))
+            if offset < 0:  # after the last words, that far into the closing break (from the last word's end)
+                out.append(Mark(name, round((words[-1].end if words else end) + ms / 1000, 3)))
                 continue
             if offset == 0 and ms:  # in the break before the words, that far before them
                 out.append(Mark(name, round(start - ms / 1000, 3)))

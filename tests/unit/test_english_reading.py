@@ -25,6 +25,32 @@ from inference.text.preparation import normalize, split_sentences
         ("It costs $5.00.", "It costs five dollars."),
         ("Meet me at 9:30 a.m. tomorrow.", "Meet me at nine thirty A.M. tomorrow."),
         ("Mr. and Mrs. Jones arrived at 3 p.m.", "Mister and Misses Jones arrived at three P.M."),
+        # Dates month first, as written (the grammars said "the first of january , two thousand").
+        ("On Jan. 1, 2000, the clocks kept working.", "On January first, two thousand, the clocks kept working."),
+        ("She was born on March 3rd, 1987.", "She was born on March third, nineteen eighty-seven."),
+        ("The vote is on Nov. 8 this year.", "The vote is on November eighth this year."),
+        ("The deadline is 12/24/2026.", "The deadline is December twenty-fourth, twenty twenty-six."),
+        ("It opened on 24/12/2005.", "It opened on December twenty-fourth, two thousand five."),
+        # Grouped thousands whole (the grammars dropped the "one"), no "and" inside numbers.
+        ("The building has 1,200 windows.", "The building has one thousand two hundred windows."),
+        ("He paid 350 pounds for 101 days.", "He paid three hundred fifty pounds for one hundred one days."),
+        ("A hundred and fifty came, then 150 more.", "A hundred and fifty came, then one hundred and fifty more."),
+        ("Overnight it fell to -5°C.", "Overnight it fell to minus five degrees Celsius."),
+        (
+            "Bake it at 180°C, or 356 °F.",
+            "Bake it at one hundred eighty degrees Celsius, or three hundred fifty-six degrees Fahrenheit.",
+        ),
+        ("Use a brush, e.g. a paintbrush.", "Use a brush, for example a paintbrush."),
+        ("I.e. the short one.", "That is the short one."),
+        ("Bring snacks, drinks, etc.", "Bring snacks, drinks, et cetera."),
+        ("Bring drinks, etc. to the park.", "Bring drinks, et cetera to the park."),
+        ("Queen Elizabeth II visited.", "Queen Elizabeth the second visited."),
+        (
+            "Henry VIII had six wives; Pope John Paul II too.",
+            "Henry the eighth had six wives; Pope John Paul the second too.",
+        ),
+        ("World War II ended in 1945.", "World War two ended in nineteen forty five."),
+        ("Louis I think so.", "Louis I think so."),
     ],
 )
 def test_what_the_grammars_misread_is_read_as_people_say_it(text, read):
