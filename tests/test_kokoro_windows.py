@@ -62,6 +62,19 @@ def test_the_row_is_as_long_as_the_whole_sentence_with_its_durations_and_words(e
     assert np.isfinite(live["audio"]).all() and np.abs(live["audio"]).max() > 0
 
 
+def test_every_awaited_rows_first_window_comes_before_any_rows_second(engine):
+    # Streams arriving together: each listener's sentence begins a window apart, not a sentence apart.
+    rows = [row_input(engine), row_input(engine, "Please remember to bring your notebook to the meeting tomorrow.")]
+    order = [(d.row, d.last) for d in decode(engine.model, rows, early=[0, 1])]
+    assert order == [(0, False), (1, False), (0, True), (1, True)]
+    alone = [[d.audio for d in decode(engine.model, [row], early=[0])] for row in rows]
+    together = {i: [d.audio for d in decode(engine.model, rows, early=[0, 1]) if d.row == i] for i in (0, 1)}
+    for i in (0, 1):  # the same windows, in another order
+        assert len(together[i]) == len(alone[i]) == 2
+        for mine, its in zip(together[i], alone[i], strict=True):
+            assert len(mine) == len(its) and np.abs(mine - its).max() <= 1e-5 * np.abs(its).max()
+
+
 def test_a_short_sentence_is_not_windowed(engine):
     row = row_input(engine, "Hi there.")
     assert len(list(decode(engine.model, [row], early=[0]))) == 1

@@ -158,15 +158,21 @@ def decode(
     stopped: Callable[[int], bool] = lambda i: False,
 ) -> Iterator[Decoded]:
     """`rows` through `model` (a loaded `kokoro.KModel`) in one padded batch: each row's audio
-    (float32, 24 kHz) and its predicted durations. The rows in `early` come first, each in windows as
-    they are decoded (`stopped(i)` ends row i's between windows, its last chunk not `last`); the
-    others whole, in decoder groups (`decoder_rows`: the most rows the decoder runs at once, 0: any).
+    (float32, 24 kHz) and its predicted durations. The rows in `early` come first, in windows as they
+    are decoded: every one's first window, then each one's rest (`stopped(i)` ends row i's between
+    windows, its last chunk not `last`); the others whole, in decoder groups (`decoder_rows`: the most
+    rows the decoder runs at once, 0: any).
     `dtype`: the generator's resblocks in it (bfloat16), else float32."""
     if not rows:
         return
     side = _text_side(model, rows)
-    for i in sorted(early):
-        yield from _windowed(model, side, i, dtype, stopped)
+    windowed = [_windowed(model, side, i, dtype, stopped) for i in sorted(early)]
+    for chunks in windowed:  # every awaited row's first window before any row's second: each
+        first = next(chunks, None)  # listener's sentence begins one window apart, not a sentence
+        if first is not None:
+            yield first
+    for chunks in windowed:
+        yield from chunks
     rest = [i for i in range(len(rows)) if i not in early]
     frame_counts = side.frames.tolist()
     s = side.ref_s[:, STYLE_DIM:]

@@ -84,7 +84,9 @@ class Batcher:
         self.gather_seconds = gather_seconds
         self.chunk_tokens = chunk_tokens
         # An engine that makes each sentence whole: a live job's first sentence runs without its
-        # next ones in the same batch (its first audio is one sentence away); they join the next step.
+        # next ones in the same batch (its first audio is one sentence away), and a job's later
+        # sentences follow in growing groups (`JobRun.ahead`: 1, 1, 2, 4, …), each made while the
+        # audio before it plays; rows of other jobs fill the rest of each forward.
         self.first_alone = engine.spec.features.streaming == "sentences"
         self._waiting: list[JobRun] = []  # claimed jobs with segments not yet in a batch
         self._done: dict[str, threading.Event] = {}
@@ -180,7 +182,7 @@ class Batcher:
         room = self.max_batch if room is None else room
         by_org: dict[int, list[JobRun]] = defaultdict(list)
         for run in self._waiting:
-            if run.has_rows:
+            if run.has_rows and self._may_add(run):
                 by_org[run.org_id].append(run)
         order = sorted(by_org, key=lambda org: min(r.priority for r in by_org[org]))
         rows: list[BatchRow] = []
@@ -188,17 +190,23 @@ class Batcher:
         while len(rows) < room and any(by_org.values()):
             for org in order:
                 queue = by_org[org]
-                while queue and not queue[0].has_rows:
+                while queue and not (queue[0].has_rows and self._may_add(queue[0])):
                     queue.pop(0)
                 if not queue or len(rows) >= room:
                     continue
                 run = queue.pop(0)
                 rows.append(run.next_row())
                 runs[run.run_id] = run
-                if run.has_rows and not (self.first_alone and run.job.interactive and run.scheduled == 1):
+                if run.has_rows and self._may_add(run):
                     queue.append(run)  # its next segment waits for the next round
         self._waiting = [r for r in self._waiting if r.has_rows]
         return rows, runs
+
+    def _may_add(self, run: JobRun) -> bool:
+        """Whether another row of `run` may join now: always on an engine that streams within a row
+        (its later rows' audio is held, made ahead, while the first plays); on one that makes each
+        sentence whole, while fewer than `run.ahead` of its rows are in flight."""
+        return not self.first_alone or run.in_flight < run.ahead
 
     def _settle_stopped(self) -> None:
         """A job cancelled while it waited (nothing of it in a batch) settles now."""

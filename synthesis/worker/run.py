@@ -145,6 +145,14 @@ class JobRun:
         """Rows of this job in the running batch."""
         return self.scheduled - len(self.ended)
 
+    @property
+    def ahead(self) -> int:
+        """Rows of this job that may be in flight at once on an engine that makes each sentence
+        whole: as many as have ended, at least one. Its sentences go 1, 1, 2, 4, … a forward, each
+        forward started as the one before it ends: the next audio is made while the audio before
+        it plays, instead of every later sentence arriving together at the end (the batcher)."""
+        return max(1, len(self.ended))
+
     def stop_requested(self) -> bool:
         """A cancel request (checked at most every STOP_CHECK_SECONDS) or the time limit."""
         if self.cancelled or self.finished:

@@ -1,7 +1,9 @@
 """How the worker's batcher fills a batch, per engine: an engine that makes each sentence whole
 (Kokoro) runs a live job's first sentence without its next ones, so its first audio is one sentence
-away; its other sentences join at the next step. An engine that streams tokens (ChatTTS) takes up to
-the batch's room of one job at once. The engine here is only a spec: filling never calls it."""
+away; its later sentences follow in growing groups (1, 1, 2, 4, … as many as have ended), each made
+while the audio before it plays, and other jobs' rows fill the room. An engine that streams tokens
+(ChatTTS) takes up to the batch's room of one job at once. The engine here is only a spec: filling
+never calls it."""
 
 from __future__ import annotations
 
@@ -23,6 +25,7 @@ class Run:
     org_id: int = 1
     priority: int = 0
     scheduled: int = 0
+    ended: int = 0
     taken: list[int] = field(default_factory=list)
 
     @property
@@ -35,7 +38,11 @@ class Run:
 
     @property
     def in_flight(self) -> int:
-        return 0
+        return self.scheduled - self.ended
+
+    @property
+    def ahead(self) -> int:
+        return max(1, self.ended)
 
     def next_row(self):
         self.taken.append(self.scheduled)
@@ -54,12 +61,28 @@ def batcher(spec) -> Batcher:
 
 def test_a_live_jobs_first_sentence_runs_alone_on_an_engine_that_makes_sentences_whole():
     b = batcher(KOKORO)
-    run = Run("a", total=5)
+    run = Run("a", total=9)
     b._waiting = [run]
     rows, _ = b._fill()
     assert rows == ["a:0"]  # its first audio does not wait for three more sentences
-    rows, _ = b._fill(4)  # the next step (continuous batching): the rest, up to the room
-    assert rows == ["a:1", "a:2", "a:3", "a:4"]
+    assert b._fill(4)[0] == []  # nothing more of it while its first sentence is made
+    made = []
+    for ended in (1, 2, 4, 8):  # each forward starts as the one before it ends
+        run.ended = ended
+        made.append(b._fill(4)[0])
+    # Growing groups: the next sentence is made while the ones before it play, not all at the end.
+    assert made == [["a:1"], ["a:2", "a:3"], ["a:4", "a:5", "a:6", "a:7"], ["a:8"]]
+
+
+def test_other_jobs_fill_the_room_a_streams_next_sentence_leaves():
+    b = batcher(KOKORO)
+    live, other = Run("a", total=6, org_id=1), Run("j", total=6, interactive=False, org_id=2)
+    b._waiting = [live, other]
+    assert b._fill()[0] == ["a:0", "j:0"]
+    live.ended = other.ended = 1
+    assert b._fill(4)[0] == ["a:1", "j:1"]
+    live.ended = other.ended = 2
+    assert b._fill(4)[0] == ["a:2", "j:2", "a:3", "j:3"]
 
 
 def test_each_live_jobs_first_sentence_comes_before_anyones_second():
@@ -69,11 +92,15 @@ def test_each_live_jobs_first_sentence_comes_before_anyones_second():
     assert rows == ["a:0", "b:0"]
 
 
-def test_an_asynchronous_job_fills_the_batch_on_any_engine():
-    b = batcher(KOKORO)
-    b._waiting = [Run("j", total=6, interactive=False)]
-    rows, _ = b._fill()
-    assert rows == ["j:0", "j:1", "j:2", "j:3"]
+def test_an_asynchronous_jobs_sentences_grow_the_same_way_on_such_an_engine():
+    b = batcher(KOKORO)  # its /stream is listened to too; a long job reaches the batch's room in a few forwards
+    run = Run("j", total=6, interactive=False)
+    b._waiting = [run]
+    assert b._fill()[0] == ["j:0"]
+    run.ended = 1
+    assert b._fill()[0] == ["j:1"]
+    run.ended = 2
+    assert b._fill()[0] == ["j:2", "j:3"]
 
 
 def test_an_engine_that_streams_tokens_takes_a_live_jobs_sentences_together():
