@@ -10,7 +10,7 @@ from playwright.sync_api import expect
 
 from synthesis.models import Job
 from tests.browser import browser_page, off_loop, sign_up
-from tests.test_custom_voices import recording
+from tests.test_custom_voices import lying_wav, recording
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -18,6 +18,8 @@ pytestmark = pytest.mark.django_db(transaction=True)
 def test_a_voice_is_made_from_a_recording_and_its_status_is_followed(live_stack, tmp_path):
     base = live_stack.base_url
     short, good, big = tmp_path / "short.wav", tmp_path / "me.wav", tmp_path / "big.wav"
+    lying = tmp_path / "lying.wav"
+    lying.write_bytes(lying_wav())
     short.write_bytes(recording(0.5))
     big.write_bytes(recording(14, rate=96_000))  # 2.7 MB: over the request body limit
     good.write_bytes(recording(1.5))
@@ -36,6 +38,12 @@ def test_a_voice_is_made_from_a_recording_and_its_status_is_followed(live_stack,
         page.set_input_files("#id_audio", str(short))
         page.click("button:has-text('Create voice')")
         expect(page.locator("#id_audio_error")).to_have_text("The recording is 0.5 s long; use 1 to 15 s.")
+
+        page.set_input_files("#id_audio", str(lying))  # a header FFmpeg has no decoder for: was a 500
+        page.click("button:has-text('Create voice')")
+        expect(page.locator("#id_audio_error")).to_have_text(
+            "The file is not audio FFmpeg can read (wav, mp3, flac, ogg, m4a, webm)."
+        )
 
         sent = []
         page.on("request", lambda request: sent.append(request.url) if request.method == "POST" else None)

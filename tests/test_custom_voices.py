@@ -158,6 +158,13 @@ def recording(seconds: float, rate: int = 16_000) -> bytes:
     return wav_header(n, rate) + (x * 32767).astype("<i2").tobytes()
 
 
+def lying_wav() -> bytes:
+    """A WAV whose header says 0 bits per sample: PyAV opens it with no codec to decode it."""
+    data = bytearray(recording(1.5))
+    data[34:36] = (0).to_bytes(2, "little")
+    return bytes(data)
+
+
 def test_a_voice_from_a_recording_is_encoded_by_a_worker_and_then_speaks(live_stack, owner):
     body = {"name": "Recorded", "transcript": "A short reference sentence.", "consent": "true"}
     with live_stack.client(owner.key) as client:
@@ -194,6 +201,7 @@ def test_a_voice_from_a_recording_is_encoded_by_a_worker_and_then_speaks(live_st
             ({"audio": ("a.wav", recording(0.5), "audio/wav")}, body, "audio"),  # too short
             ({"audio": ("a.wav", recording(20), "audio/wav")}, body, "audio"),  # too long
             ({"audio": ("a.txt", b"not audio at all" * 100, "text/plain")}, body, "audio"),
+            ({"audio": ("a.wav", lying_wav(), "audio/wav")}, body, "audio"),  # no decoder for it: was a 500
             ({"audio": ("a.wav", recording(1.5), "audio/wav")}, {"name": "x"}, "transcript"),
             (
                 {"audio": ("a.wav", recording(1.5), "audio/wav")},

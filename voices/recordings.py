@@ -30,17 +30,24 @@ RECORDING_KEY = "tts:voice_recording:{}"  # the decoded recording, for the worke
 ENCODE_VOICE = "synthesis.tasks.encode_voice_recording"
 
 
+class _Refused(ValueError):
+    """A recording refused, with the message for people."""
+
+
 def decode_recording(data: bytes, min_seconds: float, max_seconds: float) -> np.ndarray:
     """An uploaded recording (any container and codec FFmpeg reads: wav, mp3, flac, ogg/opus,
     m4a/aac, webm) as mono float32 at 24 kHz, resampled by libswresample; ValueError with a message
     for people when it is not audio, too short or too long, below 8 kHz, or silent."""
+    unreadable = "The file is not audio FFmpeg can read (wav, mp3, flac, ogg, m4a, webm)."
     try:
         with av.open(io.BytesIO(data)) as container:
             if not container.streams.audio:
-                raise ValueError("The file has no audio.")
+                raise _Refused("The file has no audio.")
             stream = container.streams.audio[0]
+            if stream.codec_context is None:  # a header FFmpeg has no decoder for (0 bits per sample, …)
+                raise _Refused(unreadable)
             if (stream.codec_context.sample_rate or 0) < 8000:
-                raise ValueError("The recording's sample rate is below 8 kHz.")
+                raise _Refused("The recording's sample rate is below 8 kHz.")
             resampler = av.AudioResampler(format="flt", layout="mono", rate=SAMPLE_RATE)
             parts: list[np.ndarray] = []
             for frame in container.decode(stream):  # type: ignore[union-attr]  # av.open of bytes: an input
@@ -48,14 +55,18 @@ def decode_recording(data: bytes, min_seconds: float, max_seconds: float) -> np.
                 if sum(len(p) for p in parts) > (max_seconds + 1) * SAMPLE_RATE:
                     break
             parts += [f.to_ndarray().reshape(-1) for f in resampler.resample(None)]
-    except (av.error.FFmpegError, UnicodeDecodeError, IndexError) as exc:
-        raise ValueError("The file is not audio FFmpeg can read (wav, mp3, flac, ogg, m4a, webm).") from exc
+    except _Refused:  # ours, above, with its message
+        raise
+    except Exception as exc:  # bytes from anyone: whatever FFmpeg or PyAV raise on them (some of their
+        raise _Refused(unreadable) from exc  # errors are ValueErrors, UnicodeDecodeError too), it is not audio
     samples = np.concatenate(parts) if parts else np.zeros(0, dtype=np.float32)
+    if not np.isfinite(samples).all():
+        raise _Refused(unreadable)
     seconds = len(samples) / SAMPLE_RATE
     if not min_seconds <= seconds <= max_seconds:
-        raise ValueError(f"The recording is {seconds:.1f} s long; use {min_seconds:g} to {max_seconds:g} s.")
+        raise _Refused(f"The recording is {seconds:.1f} s long; use {min_seconds:g} to {max_seconds:g} s.")
     if float(np.abs(samples).max()) < 1e-3:
-        raise ValueError("The recording is silent.")
+        raise _Refused("The recording is silent.")
     return samples.astype(np.float32)
 
 
