@@ -284,3 +284,39 @@ def test_a_streamed_text_piece_that_starts_with_speak_is_read_as_text(live_stack
     _, audio, end = asyncio.run(stream())
     assert end["type"] == "end" and len(audio) > 0 and "marks" not in end
     assert end["characters"] > 0
+
+
+def test_ssml_behind_an_xml_declaration_is_ssml_on_every_path_and_a_doctype_is_refused(live_stack, owner):
+    # Several SSML producers write `<?xml …?>` first: it was read aloud as text, markup and all, and
+    # billed for it. Now it is SSML (its markup free), and a DOCTYPE is refused as it is after <speak.
+    declared = '<?xml version="1.0" encoding="UTF-8"?>\n<speak>Hello <break time="500ms"/>there.</speak>'
+    doctype = '<!DOCTYPE speak [<!ENTITY x "y">]><speak>Hi &x;</speak>'
+    body = {"model": "kokoro", "voice": "af_heart"}
+    with live_stack.client(owner.key) as client:
+        done, pcm, captions = job_result(client, {**body, "input": declared})
+        plain, _, _ = job_result(client, {**body, "input": "Hello there."})
+        spoken = client.post("/audio/speech", json={**body, "input": declared, "response_format": "pcm"})
+        refused = [
+            client.post("/audio/speech", json={**body, "input": doctype}),
+            client.post("/jobs", json={**body, "input": doctype}),
+        ]
+    assert done["characters"] == plain["characters"] > 0  # the declaration and the markup cost nothing
+    (caption,) = captions  # one sentence, the break inside it: not "<speak>" read out
+    hello, there = caption["words"]
+    assert (hello["text"], there["text"]) == ("Hello", "there") and there["start"] - hello["end"] >= 0.5
+    assert spoken.status_code == 200 and np.abs(np.frombuffer(spoken.content, dtype="<i2")).max() > 100
+    for response in refused:
+        assert response.status_code == 400 and response.json()["error"]["code"] == "invalid_ssml", response.text
+
+    async def over_the_websocket():
+        url = live_stack.base_url.replace("http://", "ws://") + "/v1/audio/stream"
+        async with websockets.connect(url, additional_headers={"Authorization": f"Bearer {owner.key}"}) as ws:
+            await ws.recv()
+            await ws.send(json.dumps({"type": "synthesize", **body, "text": declared}))
+            first = await collect(ws)
+            await ws.send(json.dumps({"type": "synthesize", **body, "text": doctype, "id": "bad"}))
+            return first, await collect(ws)
+
+    (_, audio, end), (_, _, bad) = asyncio.run(over_the_websocket())
+    assert end["type"] == "end" and len(audio) > 0 and end["characters"] == plain["characters"]
+    assert bad["type"] == "error" and bad["code"] == "invalid_ssml"

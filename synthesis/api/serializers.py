@@ -49,8 +49,9 @@ class SpeechRequestSerializer(serializers.Serializer):
     input_format = serializers.ChoiceField(
         choices=["text", "ssml"],
         required=False,
-        help_text="text or ssml. Unsent: SSML when the input starts with <speak, else text. SSML takes speak, p, s, "
-        "break, say-as, sub, phoneme, prosody, emphasis, lang, voice and mark (GET /v1/models/{model} says what each "
+        help_text="text or ssml. Unsent: SSML when the input starts with <speak or an XML declaration, else text. "
+        "SSML takes speak, p, s, break, say-as, sub, phoneme, prosody, emphasis, lang, voice and mark "
+        "(GET /v1/models/{model} says what each "
         "does on that model); an error in it is a 400 invalid_ssml naming its line and column. Billed: the characters "
         "spoken, not the markup.",
     )

@@ -34,6 +34,9 @@ def refusal(spec, ssml: str) -> str:
 def test_a_request_is_ssml_when_it_says_so_or_starts_with_speak():
     assert is_ssml("  <speak>Hi</speak>") and not is_ssml("Hi <break/>")
     assert is_ssml("Hi <break/>", "ssml") and not is_ssml("<speak>Hi</speak>", "text")
+    # The XML declaration SSML producers write first, a DOCTYPE (refused as SSML), a byte order mark.
+    assert is_ssml('<?xml version="1.0"?>\n<speak>Hi</speak>') and is_ssml("<!DOCTYPE speak><speak/>")
+    assert is_ssml("\ufeff <speak>Hi</speak>") and not is_ssml("Hi <?xml?>")
 
 
 @pytest.mark.parametrize("spec", ENGINES, ids=lambda s: s.name)
