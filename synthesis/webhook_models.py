@@ -76,6 +76,9 @@ class WebhookDelivery(models.Model):
     endpoint = models.ForeignKey(
         WebhookEndpoint, null=True, blank=True, on_delete=models.SET_NULL, related_name="deliveries"
     )
+    # Sent to one of the organization's endpoints (kept once the endpoint is deleted: its deliveries
+    # stay in the log without it, and say why they are not sent again).
+    to_endpoint = models.BooleanField(default=False)
     event = models.CharField(max_length=16, choices=Event.choices)
     event_type = models.CharField(max_length=64)  # the payload's "type": job.succeeded, usage.threshold_reached, test
     message_id = models.CharField(max_length=80)  # webhook-id: the same on every attempt of one message

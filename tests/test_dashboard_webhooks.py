@@ -221,3 +221,6 @@ def test_an_endpoints_page_is_its_organizations_and_its_secret_the_admins(settin
         ["job.failed", "job.succeeded"],
         False,
     )
+    tested = admin.post(f"{page_url}/test", follow=True)  # a disabled endpoint is sent nothing, tests too
+    assert tested.status_code == 200 and "a disabled endpoint is sent nothing" in messages_of(tested)
+    assert not endpoint.deliveries.exists()

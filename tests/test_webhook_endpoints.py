@@ -239,3 +239,18 @@ def test_an_existing_event_endpoint_becomes_one_endpoint_with_the_same_secret():
     assert reused.pk == old.pk
     old.refresh_from_db()
     assert json.loads(old.request_body) == {"type": "usage.threshold_reached"}
+
+
+def test_a_disabled_endpoint_gets_no_test_event_and_a_deleted_ones_test_says_it_was_deleted(owner, receivers):
+    # The README: a disabled endpoint is sent nothing. Its Test button/route said otherwise.
+    disabled = add(owner.key, receivers[0].url, ["usage.threshold_reached"], enabled=False)
+    refused = api(owner.key).post(f"{ENDPOINTS}/{disabled['id']}/test")
+    assert refused.status_code == 409 and refused.json()["error"]["code"] == "endpoint_disabled"
+    assert "disabled" in refused.json()["error"]["message"] and receivers[0].deliveries == []
+    assert not WebhookDelivery.objects.filter(endpoint_id=disabled["id"]).exists()
+    # A test delivery of an endpoint deleted since: redelivering it says so (it said "a typed URL").
+    live = add(owner.key, receivers[1].url, ["usage.threshold_reached"])
+    tested = api(owner.key).post(f"{ENDPOINTS}/{live['id']}/test").json()
+    assert api(owner.key).delete(f"{ENDPOINTS}/{live['id']}").status_code in (200, 204)
+    again = api(owner.key).post(f"/v1/webhooks/deliveries/{tested['id']}/redeliver")
+    assert again.status_code == 409 and again.json()["error"]["message"] == "Its endpoint was deleted."

@@ -102,7 +102,11 @@ def send_test(request, endpoint_id: uuid.UUID):
     require_admin(request, "send test events to endpoints")
     if limited(request, "test"):
         return too_many_attempts(request)
-    sent = events.send_test(endpoint_of(request, endpoint_id))
+    try:
+        sent = events.send_test(endpoint_of(request, endpoint_id))
+    except ApiError as exc:  # a disabled endpoint is sent nothing
+        messages.error(request, exc.message)
+        return redirect("dashboard:webhook-endpoint", endpoint_id)
     said = f"Test event: {result_of(sent)} in {sent.duration_ms} ms"
     if sent.delivered:
         messages.info(request, f"{said}. Delivered.")

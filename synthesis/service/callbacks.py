@@ -186,6 +186,7 @@ def open_delivery(
         organization=org,
         job=job,
         endpoint=endpoint,
+        to_endpoint=endpoint is not None,
         event=kind,
         event_type=event["type"],
         message_id=message_id,

@@ -65,7 +65,11 @@ def deliver(delivery_id: int) -> WebhookDelivery | None:
 
 
 def send_test(endpoint: WebhookEndpoint) -> WebhookDelivery:
-    """A test event to the endpoint, at once (one attempt), signed with its secret, logged."""
+    """A test event to the endpoint, at once (one attempt), signed with its secret, logged; 409 when
+    the endpoint is disabled (a disabled endpoint is sent nothing)."""
+    if not endpoint.enabled:
+        said = "The endpoint is disabled, and a disabled endpoint is sent nothing: enable it first."
+        raise ApiError(409, said, "endpoint_disabled")
     event = deliveries.test_event(endpoint.organization)
     message_id = deliveries.test_message_id()
     delivery = open_delivery(
@@ -77,11 +81,14 @@ def send_test(endpoint: WebhookEndpoint) -> WebhookDelivery:
 def redeliver(delivery: WebhookDelivery, request_id: str = "") -> None:
     """Send `delivery` again with the usual retries; 409 (saying why) when it cannot be."""
     if delivery.endpoint_id is None:
+        if delivery.to_endpoint:
+            raise ApiError(409, "Its endpoint was deleted.", "not_redeliverable")
         if delivery.event == WebhookDelivery.Event.JOB and delivery.job is not None:
             deliveries.redeliver(delivery.job, request_id)
             return
-        gone = "Its endpoint was deleted." if delivery.event != WebhookDelivery.Event.TEST else ""
-        raise ApiError(409, gone or "A test event to a typed URL is not sent again: send another.", "not_redeliverable")
+        if delivery.event == WebhookDelivery.Event.TEST:
+            raise ApiError(409, "A test event to a typed URL is not sent again: send another.", "not_redeliverable")
+        raise ApiError(409, "Its endpoint was deleted.", "not_redeliverable")  # logged before to_endpoint
     if not delivery.endpoint.enabled:
         raise ApiError(409, "Its endpoint is disabled: enable it first.", "endpoint_disabled")
     if not delivery.request_body:
