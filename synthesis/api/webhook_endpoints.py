@@ -126,9 +126,13 @@ class WebhookEndpointViewSet(TenantScopedViewSet):
 
     @extend_schema(
         summary="Send a test event to a webhook endpoint",
-        description="A signed event of type `test`, sent once and at once, whatever the endpoint's event types.",
+        description="A signed event of type `test`, sent once and at once, whatever the endpoint's event types; "
+        "409 endpoint_disabled when the endpoint is disabled (it is sent nothing).",
         request=None,
-        responses={200: WebhookDeliverySerializer, **error_responses(NOT_FOUND)},
+        responses={
+            200: WebhookDeliverySerializer,
+            **error_responses({**NOT_FOUND, 409: "The endpoint is disabled."}),
+        },
     )
     def test(self, request, endpoint_id: str):
         refuse_any_body(request)
