@@ -27,6 +27,12 @@ class OrganizationAdmin(admin.ModelAdmin):
     readonly_fields = ("webhook_signing_secret", "webhook_secret_rotated_at")
     actions = ["suspend", "unsuspend", "rotate_webhook_secret"]
 
+    def has_delete_permission(self, request, obj=None) -> bool:
+        # Django's delete (the page and "Delete selected") would cascade past what closing keeps (the
+        # ledger, the audit log) and skip what it does (revoking keys, deleting stored audio). An
+        # organization is closed by its owner (Organization page) or `manage.py close_org SLUG`.
+        return False
+
     @admin.display(description="webhook signing secret")
     def webhook_signing_secret(self, org: Organization) -> str:
         until = org.previous_webhook_secret_valid_until()

@@ -9,6 +9,7 @@ with a reason), staff sign in with their e-mail address and land on their own li
 from __future__ import annotations
 
 import html
+import io
 import json
 import re
 from datetime import date
@@ -16,9 +17,10 @@ from html.parser import HTMLParser
 
 import pytest
 from django.contrib.auth import get_user_model
+from django.core.management import call_command
 from django.test import Client
 
-from accounts.models import AuditEvent, Membership, Organization
+from accounts.models import ApiKey, AuditEvent, Membership, Organization
 from billing.limits import subscription_for
 from billing.models import Plan, QuotaPeriod, UsageEvent
 from inference.registry import SPECS
@@ -454,3 +456,23 @@ def test_staff_land_on_their_links_and_find_them_in_the_menu_of_their_organizati
     browser.force_login(tenant)
     assert "admin-console-link" not in browser.get("/dashboard/").content.decode()
     assert browser.get("/dashboard/staff").status_code == 302  # not staff: to the console's sign-in
+
+
+def test_the_console_deletes_no_organization_and_close_org_closes_one_as_its_owner_would(admin_client):
+    org = new_org("Closing Co")
+    listing = admin_client.get("/admin/accounts/organization/").content.decode()
+    assert 'value="delete_selected"' not in listing  # "Delete selected organizations" bypassed closing
+    deleted = admin_client.post(
+        "/admin/accounts/organization/", {"action": "delete_selected", "_selected_action": [org.pk]}, follow=True
+    )
+    assert Organization.objects.filter(pk=org.pk).exists() and "No action selected" in console_messages(deleted)
+    assert admin_client.post(f"/admin/accounts/organization/{org.pk}/delete/").status_code == 403
+    key = ApiKey.objects.create(organization=org, name="k", prefix="tts_closex", hashed_key="h")
+    UsageEvent.objects.create(organization=org, characters=10, model="kokoro", voice="af_heart")
+    out = io.StringIO()
+    call_command("close_org", org.slug, stdout=out)
+    assert "closed (its ledger and audit log are kept)" in out.getvalue()
+    org.refresh_from_db()
+    key.refresh_from_db()
+    assert org.suspended_at is not None and key.revoked_at is not None
+    assert UsageEvent.objects.filter(organization=org).count() == 1  # the ledger stays with the operator

@@ -93,13 +93,17 @@ def test_a_member_enrols_an_authenticator_app_and_a_passkey_then_signs_in_with_t
         page.wait_for_url(re.compile(r".*/accounts/reauthenticate/"))  # the password again first
         assert serious_violations(page) == []
         page.fill("input[name=password]", "a long enough password")
-        page.click("main button[type=submit]")
+        with page.expect_response(re.compile(r".*/accounts/2fa/totp/activate/$")) as activation:
+            page.click("main button[type=submit]")
         page.wait_for_url(re.compile(r".*/accounts/2fa/totp/activate/$"))
+        assert "no-store" in activation.value.headers["cache-control"]  # it shows the secret: never cached
         assert serious_violations(page) == []
         secret = page.locator("#authenticator_secret").input_value()
         page.fill("input[name=code]", totp_code(secret))
-        page.get_by_role("button", name="Activate").click()
+        with page.expect_response(re.compile(r".*/accounts/2fa/recovery-codes/$")) as codes:
+            page.get_by_role("button", name="Activate").click()
         page.wait_for_url(re.compile(r".*/accounts/2fa/recovery-codes/$"))  # allauth shows the codes next
+        assert "no-store" in codes.value.headers["cache-control"]
         expect(page.locator("main")).to_contain_text(re.compile(r"\b\d{8}\b"))  # ten codes to keep
         page.goto(f"{base}/accounts/2fa/webauthn/add/")
         page.fill("input[name=name]", "Laptop")

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from importlib import import_module
+
 from allauth.account.decorators import secure_admin_login
 from allauth.account.views import reauthenticate
 from allauth.socialaccount import views as social_views
 from django.contrib import admin
 from django.contrib.auth.views import LogoutView, PasswordChangeView
-from django.urls import include, path
+from django.urls import URLResolver, include, path
+from django.views.decorators.cache import never_cache
 from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularJSONAPIView, SpectacularRedocView
 from rest_framework.permissions import AllowAny
@@ -155,6 +158,18 @@ v1 = [
     ),
 ]
 
+
+def never_cached(patterns: list) -> list:
+    """`patterns` (an included URL module's), every page never cached, however deep: the second
+    factors' pages show a TOTP secret and recovery codes, which no cache or back button may keep."""
+    for pattern in patterns:
+        if isinstance(pattern, URLResolver):
+            never_cached(pattern.url_patterns)
+        else:
+            pattern.callback = never_cache(pattern.callback)
+    return patterns
+
+
 # Single sign-on and second factors (django-allauth; only these of its pages are mounted). allauth's
 # pages name the sign-in and sign-out by its own URL names: they are the dashboard's.
 identity = [
@@ -165,7 +180,7 @@ identity = [
     path("sso/", sso_start, name="sso-start"),
     path("sso/<str:provider_id>/login/", provider_login, name="openid_connect_login"),
     path("sso/<str:provider_id>/login/callback/", provider_callback, name="openid_connect_callback"),
-    path("2fa/", include("allauth.mfa.urls")),
+    path("2fa/", include(never_cached(import_module("allauth.mfa.urls").urlpatterns))),
     # Of allauth's social pages only where a provider's refusal or a cancel lands (no connections page:
     # a provider identity is tied to an account by the organization's own sign-in, nowhere else).
     path("social/login/cancelled/", social_views.login_cancelled, name="socialaccount_login_cancelled"),
