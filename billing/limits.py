@@ -6,6 +6,8 @@ import logging
 import math
 from dataclasses import dataclass, field
 
+from django.conf import settings
+
 from accounts.models import Organization
 from tts_saas.errors import ApiError
 
@@ -34,6 +36,7 @@ class Limits:
     max_custom_voices: int = 3
     max_cloned_voices: int = 3  # of those, made from a recording (0: the plan has no voice cloning)
     max_lexicon_entries: int = 100
+    max_webhook_endpoints: int = 10  # the plan's, within the deployment's TTS_MAX_WEBHOOK_ENDPOINTS
     allowed_models: tuple[str, ...] = ()  # empty: every model served
     model_weights: dict[str, float] = field(default_factory=dict, hash=False, compare=False)
 
@@ -107,6 +110,7 @@ def limits_for(org: Organization) -> Limits:
         max_custom_voices=plan.max_custom_voices,
         max_cloned_voices=min(plan.max_cloned_voices, plan.max_custom_voices),
         max_lexicon_entries=plan.max_lexicon_entries,
+        max_webhook_endpoints=min(plan.max_webhook_endpoints, settings.TTS_MAX_WEBHOOK_ENDPOINTS),
         allowed_models=_names(plan, "allowed_models"),
         model_weights=_weights(plan),
     )

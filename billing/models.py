@@ -35,6 +35,9 @@ class Plan(models.Model):
     max_lexicon_entries = models.PositiveIntegerField(
         default=100, help_text="pronunciation lexicon entries, all lexicons together"
     )
+    max_webhook_endpoints = models.PositiveIntegerField(
+        default=10, help_text="webhook endpoints an organization keeps (at most TTS_MAX_WEBHOOK_ENDPOINTS)"
+    )
     allowed_formats = models.JSONField(
         default=list, blank=True, help_text="codecs (mp3, opus, aac, flac, wav, pcm, ulaw, alaw); empty: every format"
     )

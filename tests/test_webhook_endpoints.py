@@ -18,6 +18,7 @@ from billing.models import UsageAlert, UsageEvent
 from synthesis.models import WebhookDelivery, WebhookEndpoint
 from synthesis.service import closing, events
 from synthesis.service.callbacks import open_delivery
+from tests.factories import own_plan
 from tests.receiver import Receiver
 from tts_saas.errors import ApiError
 
@@ -254,3 +255,24 @@ def test_a_disabled_endpoint_gets_no_test_event_and_a_deleted_ones_test_says_it_
     assert api(owner.key).delete(f"{ENDPOINTS}/{live['id']}").status_code in (200, 204)
     again = api(owner.key).post(f"/v1/webhooks/deliveries/{tested['id']}/redeliver")
     assert again.status_code == 409 and again.json()["error"]["message"] == "Its endpoint was deleted."
+
+
+def test_an_organization_keeps_at_most_its_plans_endpoints_within_the_deployments_ceiling(owner, receivers, settings):
+    # 100 in a row were accepted: each event makes a delivery per endpoint on the queue every tenant shares.
+    own_plan(owner.org, "three-endpoints", max_webhook_endpoints=3)
+    for i in range(3):
+        add(owner.key, f"{receivers[0].url}?n={i}", ["job.succeeded"])
+    refused = api(owner.key).post(
+        ENDPOINTS, {"url": receivers[0].url, "events": ["job.succeeded"]}, content_type="application/json"
+    )
+    error = refused.json()["error"]
+    assert refused.status_code == 400 and error["code"] == "webhook_endpoint_limit"
+    assert "may keep 3 webhook endpoints" in error["message"]
+    assert WebhookEndpoint.objects.filter(organization=owner.org).count() == 3
+    settings.TTS_MAX_WEBHOOK_ENDPOINTS = 2  # the operator's ceiling wins over a plan's larger number
+    first = WebhookEndpoint.objects.filter(organization=owner.org).first()
+    assert api(owner.key).delete(f"{ENDPOINTS}/{first.pk}").status_code in (200, 204)
+    again = api(owner.key).post(
+        ENDPOINTS, {"url": receivers[0].url, "events": ["job.succeeded"]}, content_type="application/json"
+    )
+    assert again.status_code == 400 and "may keep 2 webhook endpoints" in again.json()["error"]["message"]

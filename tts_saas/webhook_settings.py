@@ -11,4 +11,7 @@ TTS_CALLBACK_MAX_ATTEMPTS = envint("TTS_CALLBACK_MAX_ATTEMPTS", 6)
 TTS_CALLBACK_BACKOFF_SECONDS = envfloat("TTS_CALLBACK_BACKOFF_SECONDS", 10)  # doubles each retry
 TTS_WEBHOOK_LOG_DAYS = envint("TTS_WEBHOOK_LOG_DAYS", 30)  # test events' and endpoints' deliveries
 TTS_CALLBACK_ALLOW_PRIVATE = envbool("TTS_CALLBACK_ALLOW_PRIVATE", False)  # receivers on the LAN or loopback
+# Webhook endpoints one organization may keep, whatever its plan says: each event makes a delivery
+# per endpoint on the light worker's queue, which every tenant shares.
+TTS_MAX_WEBHOOK_ENDPOINTS = envint("TTS_MAX_WEBHOOK_ENDPOINTS", 20)
 TTS_PUBLIC_URL = envstr("TTS_PUBLIC_URL", "").rstrip("/")  # e.g. https://tts.example.com; empty: the caller's host

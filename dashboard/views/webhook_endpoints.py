@@ -44,7 +44,11 @@ def add(request):
         for error in [*form.non_field_errors(), *(f"{f.label}: {e}" for f in form for e in f.errors)]:
             messages.error(request, error)  # the page's form is new again: each error names its field
         return redirect("dashboard:webhooks")
-    endpoint = endpoints.create(request.principal.organization, request.user, **fields)
+    try:
+        endpoint = endpoints.create(request.principal.organization, request.user, **fields)
+    except ApiError as exc:  # the plan's number of endpoints
+        messages.error(request, exc.message)
+        return redirect("dashboard:webhooks")
     messages.info(request, "Endpoint added: copy its signing secret below to verify what it receives.")
     return redirect("dashboard:webhook-endpoint", endpoint.pk)
 

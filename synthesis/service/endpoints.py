@@ -8,7 +8,9 @@ from django.utils import timezone
 
 from accounts import audit
 from accounts.models import Organization, _new_webhook_secret
+from billing.limits import limits_for
 from synthesis.models import WebhookEndpoint
+from tts_saas.errors import ApiError
 
 CHANGEABLE = ("url", "description", "events", "enabled")
 
@@ -22,8 +24,19 @@ def target(endpoint: WebhookEndpoint) -> str:
 
 
 def create(org: Organization, by, **fields) -> WebhookEndpoint:
-    endpoint = WebhookEndpoint.objects.create(organization=org, **fields)
-    audit.record(org, "webhook_endpoint.created", by, target=target(endpoint), after=described(endpoint))
+    """A new endpoint; 400 when the organization keeps its limit already (its plan's
+    `max_webhook_endpoints`, within the deployment's TTS_MAX_WEBHOOK_ENDPOINTS)."""
+    most = limits_for(org).max_webhook_endpoints
+    with transaction.atomic():
+        Organization.objects.select_for_update().filter(pk=org.pk).first()  # one creation at a time
+        if WebhookEndpoint.objects.filter(organization=org).count() >= most:
+            raise ApiError(
+                400,
+                f"This organization may keep {most} webhook endpoints (its plan's limit): delete one first.",
+                "webhook_endpoint_limit",
+            )
+        endpoint = WebhookEndpoint.objects.create(organization=org, **fields)
+        audit.record(org, "webhook_endpoint.created", by, target=target(endpoint), after=described(endpoint))
     return endpoint
 
 
