@@ -50,6 +50,9 @@ _MONTH = rf"({'|'.join(MONTHS)}|(?:{'|'.join(_ABBREVIATED)})\.?)"
 _DATE = re.compile(rf"\b{_MONTH} (\d{{1,2}})(?:st|nd|rd|th)?\b(?:,? (\d{{4}})\b)?")
 _NUMERIC_DATE = re.compile(r"\b(\d{1,2})/(\d{1,2})/(\d{4})\b")
 _GROUPED = re.compile(r"(?<![$€£\d,.])\b\d{1,3}(?:,\d{3})+\b(?![.,]\d)")
+# A unit after a number ("1,500 km", "2,000 kg", "250 MB"): the grammars read number and unit
+# together from plain digits ("one thousand five hundred kilometers"); spelled out, the unit was left.
+_UNIT_AFTER = re.compile(r"\s?(?:[A-Za-z]{1,3}|mph|hrs|lbs|kWh|GHz|MHz|kHz|sq)\b")
 _TEMPERATURE = re.compile(r"(?<![\w.])([-−]?)(\d+(?:\.\d+)?)\s?°\s?([CF])\b")
 _HUNDRED_AND = re.compile(
     r"\b(hundred|thousand|million|billion) and (?=(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|"
@@ -116,6 +119,13 @@ def _numeric_date(m: re.Match) -> str:
     return m.group(0)
 
 
+def _grouped(m: re.Match) -> str:
+    digits = m.group(0).replace(",", "")
+    if _UNIT_AFTER.match(m.string, m.end()):
+        return digits  # the grammars read it with its unit
+    return _cardinal(int(digits))
+
+
 def _said(spoken: str, m: re.Match) -> str:
     return spoken.capitalize() if m.group(0)[0].isupper() else spoken
 
@@ -149,7 +159,7 @@ def before(text: str) -> str:
     text = _DATE.sub(_date, text)
     text = _NUMERIC_DATE.sub(_numeric_date, text)
     text = _TEMPERATURE.sub(_temperature, text)
-    text = _GROUPED.sub(lambda m: _cardinal(int(m.group(0).replace(",", ""))), text)
+    text = _GROUPED.sub(_grouped, text)
     for pattern, spoken in _LATIN:
         text = pattern.sub(functools.partial(_said, spoken), text)
     text = _TITLED.sub(lambda m: _regnal(m, 1), text)

@@ -33,6 +33,7 @@ from inference.text.preparation import normalize, split_sentences
         ("It opened on 24/12/2005.", "It opened on December twenty-fourth, two thousand five."),
         # Grouped thousands whole (the grammars dropped the "one"), no "and" inside numbers.
         ("The building has 1,200 windows.", "The building has one thousand two hundred windows."),
+        ("The road is 1,500 km long.", "The road is one thousand five hundred kilometers long."),  # with its unit
         ("He paid 350 pounds for 101 days.", "He paid three hundred fifty pounds for one hundred one days."),
         ("A hundred and fifty came, then 150 more.", "A hundred and fifty came, then one hundred and fifty more."),
         ("Overnight it fell to -5°C.", "Overnight it fell to minus five degrees Celsius."),
