@@ -26,8 +26,8 @@ from django.utils import timezone
 from billing import alerts as billing_alerts
 from billing.limits import limits_for
 from inference.text.preparation import TextError
-from synthesis.models import WebhookDelivery
-from synthesis.service import alerts, callbacks, deliveries, events, maintenance, waiting, workers
+from synthesis.models import Job, WebhookDelivery
+from synthesis.service import alerts, callbacks, deliveries, delivery_share, events, maintenance, waiting, workers
 from synthesis.service.jobs import claim_job, fail_job
 from synthesis.worker import lifecycle
 from synthesis.worker.lifecycle import current
@@ -202,14 +202,32 @@ def delivered_or_retried(task, sent: WebhookDelivery | None, what: str, **extra)
     raise task.retry(countdown=wait)
 
 
+def later(task) -> bool:
+    """The delivery back on the queue in a moment, its attempts unspent: its organization's share
+    of the delivery work is in use (`delivery_share`)."""
+    request = task.request
+    task.apply_async(
+        request.args, request.kwargs, countdown=random.uniform(0.5, 2.0), queue="default", retries=request.retries
+    )
+    return True
+
+
 @shared_task(name="synthesis.tasks.deliver_callback", **RETRIED_DELIVERY)
 def deliver_callback(self, job_id: str) -> bool:
-    return delivered_or_retried(self, callbacks.deliver(job_id), "callback", job_id=job_id)
+    org_id = Job.objects.filter(pk=job_id).values_list("organization_id", flat=True).first()
+    with delivery_share.slot(org_id) as now:
+        if not now:
+            return later(self)
+        return delivered_or_retried(self, callbacks.deliver(job_id), "callback", job_id=job_id)
 
 
 @shared_task(name="synthesis.tasks.deliver_event", **RETRIED_DELIVERY)
 def deliver_event(self, delivery_id: str) -> bool:
-    return delivered_or_retried(self, events.deliver(int(delivery_id)), "event", delivery_id=delivery_id)
+    org_id = WebhookDelivery.objects.filter(pk=delivery_id).values_list("organization_id", flat=True).first()
+    with delivery_share.slot(org_id) as now:
+        if not now:
+            return later(self)
+        return delivered_or_retried(self, events.deliver(int(delivery_id)), "event", delivery_id=delivery_id)
 
 
 @shared_task(name="synthesis.tasks.publish_job_event")

@@ -7,6 +7,7 @@ single-endpoint route keeps working over the first endpoint."""
 from __future__ import annotations
 
 import json
+import time
 from datetime import date
 from importlib import import_module
 
@@ -15,8 +16,9 @@ from django.test import Client
 from standardwebhooks.webhooks import Webhook, WebhookVerificationError
 
 from billing.models import UsageAlert, UsageEvent
+from synthesis import tasks
 from synthesis.models import WebhookDelivery, WebhookEndpoint
-from synthesis.service import closing, events
+from synthesis.service import closing, delivery_share, events
 from synthesis.service.callbacks import open_delivery
 from tests.factories import own_plan
 from tests.receiver import Receiver
@@ -276,3 +278,39 @@ def test_an_organization_keeps_at_most_its_plans_endpoints_within_the_deployment
         ENDPOINTS, {"url": receivers[0].url, "events": ["job.succeeded"]}, content_type="application/json"
     )
     assert again.status_code == 400 and "may keep 2 webhook endpoints" in again.json()["error"]["message"]
+
+
+def test_one_organizations_deliveries_take_turns_while_anothers_run_at_once(owner, outsider, receivers, monkeypatch):
+    # The light worker's queue is every tenant's: one organization's attempts (each up to 10 s at a
+    # receiver that never answers) run one at a time; the others' are not held behind them.
+    mine = add(owner.key, receivers[0].url, ["usage.threshold_reached"])
+    theirs = add(outsider.key, receivers[1].url, ["usage.threshold_reached"])
+    events.publish_alert(alert_for(owner.org).pk)
+    events.publish_alert(alert_for(outsider.org).pk)
+    my_delivery = WebhookDelivery.objects.get(endpoint_id=mine["id"])
+    their_delivery = WebhookDelivery.objects.get(endpoint_id=theirs["id"])
+    requeued = []
+    monkeypatch.setattr(tasks.deliver_event, "apply_async", lambda *args, **kwargs: requeued.append((args, kwargs)))
+    with delivery_share.slot(owner.org.pk) as held:  # an attempt of the owner's is running
+        assert held
+        tasks.deliver_event.apply(args=(str(my_delivery.pk),), retries=2)
+        tasks.deliver_event.apply(args=(str(their_delivery.pk),))
+    assert receivers[0].deliveries == [] and len(receivers[1].deliveries) == 1  # the other's went at once
+    ((args, kwargs),) = requeued  # the owner's waits its turn on the queue, its attempts unspent
+    assert list(args[0]) == [str(my_delivery.pk)]
+    assert kwargs["retries"] == 2 and kwargs["queue"] == "default" and 0 < kwargs["countdown"] <= 2
+    my_delivery.refresh_from_db()
+    assert my_delivery.attempts == []
+    tasks.deliver_event.apply(args=(str(my_delivery.pk),))  # its slot free: sent
+    assert len(receivers[0].deliveries) == 1
+
+
+def test_a_slot_left_by_a_killed_worker_lapses(redis_client):
+    key = delivery_share.KEY.format(987_654)
+    redis_client.delete(key)
+    redis_client.zadd(key, {"killed": time.time() - delivery_share.SLOT_SECONDS - 1})
+    with delivery_share.slot(987_654) as now:
+        assert now
+        with delivery_share.slot(987_654) as second:
+            assert not second  # one at a time
+    assert redis_client.zcard(key) == 0

@@ -14,4 +14,7 @@ TTS_CALLBACK_ALLOW_PRIVATE = envbool("TTS_CALLBACK_ALLOW_PRIVATE", False)  # rec
 # Webhook endpoints one organization may keep, whatever its plan says: each event makes a delivery
 # per endpoint on the light worker's queue, which every tenant shares.
 TTS_MAX_WEBHOOK_ENDPOINTS = envint("TTS_MAX_WEBHOOK_ENDPOINTS", 20)
+# One organization's webhook attempts running at once on the light worker (synthesis.service.
+# delivery_share); 0: no share (every queued attempt runs in turn, whoever's it is).
+TTS_WEBHOOK_ORG_SLOTS = envint("TTS_WEBHOOK_ORG_SLOTS", 1)
 TTS_PUBLIC_URL = envstr("TTS_PUBLIC_URL", "").rstrip("/")  # e.g. https://tts.example.com; empty: the caller's host
