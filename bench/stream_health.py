@@ -9,6 +9,10 @@ Kokoro worker). For each stream, from its bytes' arrival times:
   against the streams' demand (one audio second a second each): where supply is below demand, some
   underrun cannot be avoided.
 
+Then `--barge-in` times: a 6-sentence reply closed at its first byte (the listener spoke), and at
+once the next reply of one sentence: its first audio against the same request's when the worker is
+idle (target: ≤ 1.2x). The closed reply's rows must stop for the next to come early.
+
 Weights: Kokoro's real ones (var/checkpoints/kokoro-real, voice jf_alpha: real sentence lengths), or
 `--weights full` (the random full-size checkpoint: the random duration head decides lengths). Audio is
 not cached (TTS_CACHE_MAX_ENTRY_BYTES=1): every request is computed.
@@ -66,11 +70,30 @@ def stream(base_url: str, key: str, text: str, out: dict) -> None:
     out["wall"] = time.perf_counter() - started
 
 
+def barge_in(base_url: str, key: str, long_text: str, short_text: str) -> float:
+    """A reply closed at its first byte (the listener spoke), then at once the next reply: that
+    reply's first audio (s). The closed reply's sentences must stop for it to come early."""
+    import httpx
+
+    body = {"model": "kokoro", "voice": "jf_alpha", "response_format": "pcm", "input": long_text}
+    with httpx.Client(timeout=600) as http:
+        with http.stream(
+            "POST", f"{base_url}/v1/audio/speech", json=body, headers={"Authorization": f"Bearer {key}"}
+        ) as r:
+            for chunk in r.iter_bytes():
+                if chunk:
+                    break  # the connection closes with the block
+    out: dict = {}
+    stream(base_url, key, short_text, out)
+    return out["first"]
+
+
 def main() -> None:
     def extra(parser):
         parser.add_argument("--sentences", type=int, nargs="+", default=[1, 3, 6, 12])
         parser.add_argument("--streams", type=int, nargs="+", default=[1, 4])
         parser.add_argument("--weights", default="real", choices=["real", "full"])
+        parser.add_argument("--barge-in", type=int, default=3, help="barge-ins after the table (0: none)")
 
     args = setup(__doc__, runs=1, extra=extra)
     model_dir = checkpoint("full", "kokoro") if args.weights == "full" else str(REAL)
@@ -112,6 +135,21 @@ def main() -> None:
                     }
                     table.append(row)
                     print(describe(row), flush=True)
+        if args.barge_in:
+            idle, after = [], []
+            for _ in range(args.barge_in):
+                stack.wait_idle()
+                one: dict = {}
+                stream(stack.base_url, stack.key, text(1), one)
+                idle.append(one["first"])
+                stack.wait_idle()
+                after.append(barge_in(stack.base_url, stack.key, text(6), text(1)))
+            print(
+                f"next reply's first audio: idle {', '.join(f'{x:.2f}' for x in idle)} s; after a barge-in "
+                f"{', '.join(f'{x:.2f}' for x in after)} s; medians {statistics.median(idle):.2f} / "
+                f"{statistics.median(after):.2f} s (x{statistics.median(after) / statistics.median(idle):.2f})",
+                flush=True,
+            )
     print("\n| sentences | streams | audio a stream | first audio p50 / max | underrun mean / max", end="")
     print(" | supply / demand | errors |")
     print("|---|---|---|---|---|---|---|")

@@ -13,7 +13,7 @@ from torch import nn
 
 from inference.batch import Audio, BatchRow, Done
 from inference.kokoro import forward as windows
-from inference.kokoro import g2p
+from inference.kokoro import g2p, model
 from inference.kokoro.engine import KokoroEngine, edges
 from inference.kokoro.forward import CROSSFADE_SAMPLES, FIRST_WINDOW_FRAMES, SAMPLES_PER_FRAME, decode, forward
 from inference.kokoro.model import RowInput
@@ -41,7 +41,7 @@ def row_input(engine: KokoroEngine, text: str = TEXT) -> RowInput:
 def test_the_first_window_goes_out_before_the_rest_is_decoded(engine, monkeypatch):
     generated = []
     real = windows.generate
-    monkeypatch.setattr(windows, "generate", lambda *a: generated.append(1) or real(*a))
+    monkeypatch.setattr(windows, "generate", lambda *a, **k: generated.append(1) or real(*a, **k))
     events, done = [], None
     for event in engine.run_rows([BatchRow("live", engine.read(TEXT), HEART, 0, early=True)], lambda key: False):
         events.append((type(event), len(generated), len(event.samples) if isinstance(event, Audio) else None))
@@ -92,6 +92,39 @@ def test_a_stop_between_windows_ends_the_row_with_no_more_audio(engine):
         if isinstance(event, Audio):
             sent.append(event)
     assert [type(e) for e in events] == [Audio, Done] and events[1].tokens == 0
+
+
+def test_a_stop_while_a_window_decodes_ends_its_compute_within_a_block(engine, monkeypatch):
+    # A barge-in during the second window: the generator asks before each of its 8 high-rate blocks,
+    # so the window is dropped a block after the stop, not decoded to its end (~1.3 s on this CPU).
+    blocks = []
+    real = model._resblock1
+    monkeypatch.setattr(model, "_resblock1", lambda *a: blocks.append(1) or real(*a))
+    per_window = 2 * (1 + engine.model.decoder.generator.num_kernels)
+    events = list(
+        engine.run_rows(
+            [BatchRow("live", engine.read(TEXT), HEART, 0, early=True)], lambda key: len(blocks) >= per_window + 3
+        )
+    )
+    assert len(blocks) == per_window + 3  # the first window whole, three blocks of the second
+    assert [type(e) for e in events] == [Audio, Done] and events[1].tokens == 0
+
+
+def test_a_row_stopped_while_another_is_decoded_is_never_decoded(engine, monkeypatch):
+    # On a CPU the decoder takes one row at a time: a stop (a barge-in) is seen before each row, so
+    # the compute after it is at most the row being decoded, not the rest of the forward.
+    generated = []
+    real = windows.run_decoder
+    monkeypatch.setattr(windows, "run_decoder", lambda *a, **k: generated.append(1) or real(*a, **k))
+    rows = [BatchRow(k, engine.read(t), HEART, 0) for k, t in (("a", TEXT), ("b", "A second sentence here."))]
+    ended, events = set(), []
+    for event in engine.run_rows(rows, lambda key: key == "b" and "a" in ended):  # b stopped once a is out
+        events.append(event)
+        if isinstance(event, Done):
+            ended.add(event.key)
+    done = {e.key: e for e in events if isinstance(e, Done)}
+    assert len(generated) == 1 and done["b"].tokens == 0 and done["a"].tokens > 0
+    assert {e.key for e in events if isinstance(e, Audio)} == {"a"}
 
 
 def test_with_the_sentences_statistics_the_windows_are_the_whole_decode(engine, monkeypatch):

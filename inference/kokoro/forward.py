@@ -22,6 +22,7 @@ short for its latency, the rest long for its statistics (docs/benchmarks.md).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass
 
@@ -30,6 +31,7 @@ import torch
 
 from .model import (
     STYLE_DIM,
+    Abandoned,
     RowInput,
     RowOutput,
     decoder_features,
@@ -126,15 +128,19 @@ def _windowed(
     ramp = np.linspace(0.0, 1.0, 2 * half, dtype=np.float32)
     for k, (start, end) in enumerate(windows):
         lo, hi = max(0, start - WINDOW_CONTEXT_FRAMES), min(n, end + WINDOW_CONTEXT_FRAMES)
-        (audio,) = generate(
-            model.decoder.generator,
-            features[:, :, 2 * lo : 2 * hi],
-            ref,
-            f0[:, 2 * lo : 2 * hi],
-            torch.tensor([hi - lo], device=frames.device),
-            dtype,
-            har[:, :, 120 * lo : 120 * hi + 1],
-        )
+        try:
+            (audio,) = generate(
+                model.decoder.generator,
+                features[:, :, 2 * lo : 2 * hi],
+                ref,
+                f0[:, 2 * lo : 2 * hi],
+                torch.tensor([hi - lo], device=frames.device),
+                dtype,
+                har[:, :, 120 * lo : 120 * hi + 1],
+                abandon=lambda: stopped(i),
+            )
+        except Abandoned:  # stopped while this window decoded: nothing more of the row
+            return
         first = (start - lo) * SAMPLES_PER_FRAME - (half if start else 0)
         last = (end - lo) * SAMPLES_PER_FRAME + (half if end < n else 0)
         chunk = audio.float().cpu().numpy()[first:last].copy()
@@ -146,6 +152,10 @@ def _windowed(
         yield Decoded(i, chunk, side.durations[i], final)
         if not final and stopped(i):
             return
+
+
+def _all_stopped(stopped: Callable[[int], bool], rows: Sequence[int]) -> bool:
+    return all(stopped(i) for i in rows)
 
 
 @torch.inference_mode()
@@ -161,7 +171,8 @@ def decode(
     (float32, 24 kHz) and its predicted durations. The rows in `early` come first, in windows as they
     are decoded: every one's first window, then each one's rest (`stopped(i)` ends row i's between
     windows, its last chunk not `last`); the others whole, in decoder groups (`decoder_rows`: the most
-    rows the decoder runs at once, 0: any).
+    rows the decoder runs at once, 0: any; one on a CPU), a row stopped before its group is decoded
+    yielding nothing.
     `dtype`: the generator's resblocks in it (bfloat16), else float32."""
     if not rows:
         return
@@ -177,13 +188,25 @@ def decode(
     frame_counts = side.frames.tolist()
     s = side.ref_s[:, STYLE_DIM:]
     for group in decoder_groups([frame_counts[i] for i in rest], decoder_rows):
-        group = [rest[j] for j in group]
+        group = [rest[j] for j in group if not stopped(rest[j])]  # a stop is seen before each group
+        if not group:
+            continue
         index = torch.tensor(group, device=model.device)
         span = max(frame_counts[i] for i in group)
         f0, n = f0_n(model.predictor, side.en[index, :, :span], s[index], side.frames[index])
-        decoded = run_decoder(
-            model.decoder, side.asr[index, :, :span], f0, n, side.ref_s[index, :STYLE_DIM], side.frames[index], dtype
-        )
+        try:
+            decoded = run_decoder(
+                model.decoder,
+                side.asr[index, :, :span],
+                f0,
+                n,
+                side.ref_s[index, :STYLE_DIM],
+                side.frames[index],
+                dtype,
+                abandon=functools.partial(_all_stopped, stopped, group),
+            )
+        except Abandoned:  # every row of the group stopped while it decoded
+            continue
         for i, samples in zip(group, decoded, strict=True):
             yield Decoded(i, samples.float().cpu().numpy(), side.durations[i], True)
 
