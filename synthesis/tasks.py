@@ -21,6 +21,7 @@ import numpy as np
 from celery import shared_task
 from celery.signals import task_postrun, task_prerun, worker_init, worker_shutdown, worker_shutting_down
 from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.utils import timezone
 
 from billing import alerts as billing_alerts
@@ -202,6 +203,13 @@ def delivered_or_retried(task, sent: WebhookDelivery | None, what: str, **extra)
     raise task.retry(countdown=wait)
 
 
+def _organization_of_job(job_id: str) -> int | None:
+    try:
+        return Job.objects.filter(pk=job_id).values_list("organization_id", flat=True).first()
+    except ValidationError:  # not a job's id: no organization to share with (the delivery says why)
+        return None
+
+
 def later(task) -> bool:
     """The delivery back on the queue in a moment, its attempts unspent: its organization's share
     of the delivery work is in use (`delivery_share`)."""
@@ -214,8 +222,7 @@ def later(task) -> bool:
 
 @shared_task(name="synthesis.tasks.deliver_callback", **RETRIED_DELIVERY)
 def deliver_callback(self, job_id: str) -> bool:
-    org_id = Job.objects.filter(pk=job_id).values_list("organization_id", flat=True).first()
-    with delivery_share.slot(org_id) as now:
+    with delivery_share.slot(_organization_of_job(job_id)) as now:
         if not now:
             return later(self)
         return delivered_or_retried(self, callbacks.deliver(job_id), "callback", job_id=job_id)
