@@ -19,7 +19,7 @@ import numpy as np
 from . import requests
 from .batch import Audio, BatchRow, BatchSink, Event
 from .engine import SynthesisRequest
-from .spec import RANDOM_WEIGHTS, EngineSpec
+from .spec import CPU_MAX_BATCH, RANDOM_WEIGHTS, EngineSpec
 
 # The rows a worker generates together when TTS_MAX_BATCH is not set (`BatchEngine.default_max_batch`).
 # On a CPU 4: a step of n rows costs nearly n steps of one there (the cores are busy either way), so
@@ -28,7 +28,6 @@ from .spec import RANDOM_WEIGHTS, EngineSpec
 # cost 1.8x one of a single row (2.3 s against 0.8 s for 215 tokens, with CUDA graphs), Kokoro made
 # 438 audio seconds a second at 64 rows and 457 at 128 with first audio 130 against 204 ms, and
 # VoxCPM2's step took as long at 64 rows as at one (docs/benchmarks.md, "GPU sweep").
-CPU_MAX_BATCH = 4
 GPU_MAX_BATCH = 64
 GPU_MEMORY_SHARE = 0.5  # the rest: the caching allocator's slack, other processes, the next growth
 

@@ -15,6 +15,9 @@ from .text.preparation import PreparedText, Segmenting, memoised, prepare
 from .text.ssml_text import prepare_ssml
 
 SAMPLE_RATE = 24000  # OpenAI's rate: what a plain `pcm` is on every engine, and the default engines' rate
+# The rows a CPU worker generates together when TTS_MAX_BATCH is 0 (`base.BatchEngine.default_max_batch`,
+# which says why); here, torch-free, for the web's fair share too (`synthesis.service.capacity`).
+CPU_MAX_BATCH = 4
 RANDOM_WEIGHTS = "-random"  # ends the model version of a randomly initialised checkpoint (noise, not speech)
 
 

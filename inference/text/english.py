@@ -54,6 +54,7 @@ _GROUPED = re.compile(r"(?<![$€£\d,.])\b\d{1,3}(?:,\d{3})+\b(?![.,]\d)")
 # together from plain digits ("one thousand five hundred kilometers"); spelled out, the unit was left.
 _UNIT_AFTER = re.compile(r"\s?(?:[A-Za-z]{1,3}|mph|hrs|lbs|kWh|GHz|MHz|kHz|sq)\b")
 _TEMPERATURE = re.compile(r"(?<![\w.])([-−]?)(\d+(?:\.\d+)?)\s?°\s?([CF])\b")
+_TEXTS_OWN_AND = re.compile(r"\b(hundred|thousand|million|billion) and\b", re.I)
 _HUNDRED_AND = re.compile(
     r"\b(hundred|thousand|million|billion) and (?=(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|"
     r"twelve|thirteen|fourteen|fifteen|sixteen|seventeen|eighteen|nineteen|twenty|thirty|forty|fifty|sixty|"
@@ -169,7 +170,7 @@ def before(text: str) -> str:
 def after(spelled: str, text: str) -> str:
     """The grammars' `spelled` out `text`, mended."""
     spelled = _TIME_AM_PM.sub(lambda m: f"{m.group(1)}.M.", spelled)
-    if not re.search(r"\b(hundred|thousand|million|billion) and\b", text, re.I):  # the grammars' "and", not the text's
+    if not _TEXTS_OWN_AND.search(text):  # the grammars' "and", not the text's
         spelled = _HUNDRED_AND.sub(r"\1 ", spelled)
     if _ENDS_WITH_AM_PM.search(text.rstrip()) and not spelled.rstrip().endswith("."):
         spelled = spelled.rstrip() + "."

@@ -82,6 +82,7 @@ class _Builder:
 # How an SSML document may begin: its root, or the XML declaration several SSML producers write
 # before it; a DOCTYPE too, so that it is refused as SSML (no DTD) rather than read aloud as text.
 SSML_STARTS = ("<speak", "<?xml", "<!DOCTYPE")
+LEAD = "\ufeff \t\r\n"  # what may come before it: a byte order mark, white space
 
 
 def is_ssml(text: str, input_format: str | None = None) -> bool:
@@ -89,14 +90,14 @@ def is_ssml(text: str, input_format: str | None = None) -> bool:
     XML declaration or a DOCTYPE (a byte order mark and white space before it aside)."""
     if input_format:
         return input_format == "ssml"
-    return text.lstrip("\ufeff \t\r\n").startswith(SSML_STARTS)
+    return text.lstrip(LEAD).startswith(SSML_STARTS)
 
 
 def parse_tree(text: str) -> Node:
     """The document's tree; a fragment without <speak> (what Twilio's <Say> holds) is wrapped in one.
     Every line and column told is the input's as sent (its leading spaces and the wrapper aside)."""
-    lead = text[: len(text) - len(text.lstrip("\ufeff \t\r\n"))]
-    body = text.strip("\ufeff \t\r\n")
+    lead = text[: len(text) - len(text.lstrip(LEAD))]
+    body = text.strip(LEAD)
     wrapped = not body.startswith(SSML_STARTS)
     if wrapped:
         body = f"<speak>{body}</speak>"

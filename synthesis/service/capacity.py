@@ -14,6 +14,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
+from inference.spec import CPU_MAX_BATCH
 from synthesis.service.workers import WorkerState
 from tts_saas.redis import get_async_redis, get_redis
 
@@ -42,7 +43,7 @@ def note_not_waiting(engine: str, job_id) -> None:
 
 # The batch fair_priority counts in when TTS_MAX_BATCH is 0 (each worker sizes its own batch, which
 # the web does not know): a CPU worker's default, the stricter share on a GPU.
-FAIR_BATCH = 4
+FAIR_BATCH = CPU_MAX_BATCH
 
 
 def fair_priority(plan_priority: int, unfinished_before: int, batch: int) -> int:

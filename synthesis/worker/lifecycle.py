@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from django.conf import settings
 
 from inference import registry
-from inference.base import CPU_MAX_BATCH
 from inference.engine import Engine, EngineOptions, ModelUnavailable
+from inference.spec import CPU_MAX_BATCH
 from inference.text.preparation import preload as preload_normalizers
 from synthesis.service import routing, workers
 from synthesis.worker import metrics as worker_metrics
