@@ -7,7 +7,8 @@ row; random weights make noise). Then `--jobs` jobs of varied lengths through co
 Django. Stops a sweep early if the time budget runs out. Run by bench/gpu.sh.
 
     python3 bench/gpu_sweep.py [--device cuda] [--batches 1 2 4 8 16 32 64] [--budget 300]
-        [--precisions fp32 bf16] [--variants graphs static growing] [--jobs 500] [--size full]
+        [--precisions fp32 bf16] [--variants graphs static growing] [--jobs 500] [--continuous 64]
+        [--size full]
     python3 bench/gpu_sweep.py --device cpu --size tiny --batches 1 4 --jobs 20   # the script's own check
 """
 
@@ -67,6 +68,7 @@ def main() -> None:
     parser.add_argument("--budget", type=float, default=300, help="seconds for the whole sweep")
     parser.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=list(VARIANTS))
     parser.add_argument("--jobs", type=int, default=0, help="jobs through continuous batches, then memory")
+    parser.add_argument("--continuous", type=int, default=64, help="the most rows at once in --jobs' batches")
     parser.add_argument("--size", default="full", choices=["tiny", "full"])
     parser.add_argument("--checkpoint", default="", help="default: /tmp/tts-<size>-checkpoint")
     args = parser.parse_args()
@@ -100,15 +102,15 @@ def main() -> None:
                 name = f"{precision} {variant}" + (" (no graphs on a CPU)" if variant == "graphs" and not free else "")
                 sweep(args, engine, name, segment, budget, began, per_sweep)
                 if args.jobs:
-                    long_run(engine, name, args.jobs)
+                    long_run(engine, name, args.jobs, args.continuous)
             del engine
         except Exception:  # one precision failing still leaves the other's figures
             traceback.print_exc()
             print(f"{precision}: failed", flush=True)
 
 
-def long_run(engine, name: str, jobs: int) -> None:
-    """`jobs` rows of 24…240 tokens through continuous batches of at most 64 (rows join as others
+def long_run(engine, name: str, jobs: int, at_once: int) -> None:
+    """`jobs` rows of 24…240 tokens through continuous batches of at most `at_once` (rows join as others
     leave), then the device memory reserved against allocated (fragmentation shows as reserved ≫
     allocated)."""
     import torch
@@ -117,10 +119,10 @@ def long_run(engine, name: str, jobs: int) -> None:
     rows = [
         BatchRow(f"j{i}", TEXT, ChatTTSParams(voice_seed=1 + i % 8, seed=i), rng.randint(24, 240)) for i in range(jobs)
     ]
-    first, waiting = rows[:64], rows[64:]
+    first, waiting = rows[:at_once], rows[at_once:]
 
     def more(live: int) -> list[BatchRow]:
-        joining = waiting[: 64 - live]
+        joining = waiting[: at_once - live]
         del waiting[: len(joining)]
         return joining
 
@@ -128,7 +130,8 @@ def long_run(engine, name: str, jobs: int) -> None:
     clock = Clock()
     engine.generate_batch(first, clock, more=more)
     wall = time.perf_counter() - started
-    line = f"{name}: {jobs} jobs in {wall:.1f} s, {clock.samples / SAMPLE_RATE / wall:.1f}x real time"
+    rate = clock.samples / SAMPLE_RATE / wall
+    line = f"{name}: {jobs} jobs, at most {at_once} at once, in {wall:.1f} s, {rate:.1f}x real time"
     if engine.device.type == "cuda":
         reserved, allocated = torch.cuda.memory_reserved(engine.device), torch.cuda.memory_allocated(engine.device)
         peak = torch.cuda.max_memory_allocated(engine.device)

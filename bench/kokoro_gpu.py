@@ -22,6 +22,7 @@ row's audio alone against the same row in the largest batch, and (on a GPU) agai
 the CPU, as the largest difference relative to the row's peak.
 
     python3 bench/kokoro_gpu.py --device cuda [--batches 1 8 32 64 128] [--runs 2] [--budget 90]
+        [--precisions fp32 bf16] [--fused off compiled]   # each precision op by op, then fused
     .venv/bin/python bench/kokoro_gpu.py --write-pieces .gpu/kokoro_pieces.pkl   # here, for the device
     .venv/bin/python bench/kokoro_gpu.py --device cpu --size tiny --batches 1 4   # the script's own check
 """
@@ -100,6 +101,13 @@ def main() -> int:
         help="the sweep in each (bf16: the generator's resblocks, as TTS_PRECISION=bf16)",
     )
     parser.add_argument(
+        "--fused",
+        nargs="+",
+        default=["off"],
+        choices=["off", "compiled"],
+        help="the sweep with the generator's AdaIN + Snake op by op, and/or fused by torch.compile",
+    )
+    parser.add_argument(
         "--profile",
         action="store_true",
         help="torch.profiler over the largest batch: kernel time against the wall, launches, top kernels",
@@ -123,6 +131,7 @@ def main() -> int:
     from inference.base import pick_device
     from inference.batch import Audio, BatchRow, Done
     from inference.kokoro import engine as kokoro_engine
+    from inference.kokoro import fused as fused_ops
     from inference.kokoro import weights
     from inference.kokoro.checkpoint import make_checkpoint
     from inference.kokoro.params import KokoroParams
@@ -184,12 +193,31 @@ def main() -> int:
     run(engine, rows(2))  # kernels, allocator, cuDNN's choices
     print(f"warm-up (two rows) {time.monotonic() - started:.2f} s", flush=True)
     tables = {}
-    for precision in args.precisions:
-        engine.precision, engine.dtype = precision, torch.bfloat16 if precision == "bf16" else None
-        print(f"== {precision}", flush=True)
-        tables[precision] = sweep(engine, args, began, rows, run)
+    for mode in args.fused:
+        fused_ops.use_fused(mode)
+        if mode != "off":  # its compilations (one row; padded rows) before the sweep, timed
+            started = time.monotonic()
+            run(engine, rows(1)), run(engine, rows(2))
+            print(f"== fused {mode}: compiled and warmed up in {time.monotonic() - started:.1f} s", flush=True)
+        for precision in args.precisions:
+            engine.precision, engine.dtype = precision, torch.bfloat16 if precision == "bf16" else None
+            name = precision if mode == "off" else f"{precision}, AdaIN + Snake {mode}"
+            print(f"== {name}", flush=True)
+            tables[name] = sweep(engine, args, began, rows, run)
     engine.precision, engine.dtype = "fp32", None
-    table_rows = tables[args.precisions[0]]
+    fused_ops.use_fused(args.fused[-1])
+    table_rows = tables[next(iter(tables))]
+    if len(args.fused) > 1:  # the fused formula against kokoro's ops: row 1 alone, then in the largest batch
+        fused_rows = tables[f"fp32, AdaIN + Snake {args.fused[-1]}"] if "fp32" in args.precisions else []
+        fused_ops.use_fused(args.fused[0])
+        plain = run(engine, [row(1)])["audio"]["r1"]
+        fused_ops.use_fused(args.fused[-1])
+        fused_alone = run(engine, [row(1)])["audio"]["r1"]
+        print(f"row 1 alone, fused {args.fused[-1]} vs {args.fused[0]}: {difference(fused_alone, plain)}")
+        if fused_rows and fused_rows[-1]["rows"] > 1:
+            big = fused_rows[-1]
+            where = f"row 1 in the fused batch of {big['rows']} vs alone, {args.fused[0]}"
+            print(f"{where}: {difference(big['audio']['r1'], plain)}")
     # First audio of one row alone, three times (the live request's case: its first window).
     alone = [run(engine, rows(1)) for _ in range(3)]
     firsts = ", ".join(f"{a['first'] * 1000:.0f}" for a in alone)
@@ -210,9 +238,11 @@ def main() -> int:
         from common import cuda_profile
 
         batch = rows(table_rows[-1]["rows"])
-        cuda_profile(f"fp32, {len(batch)} rows", lambda: list(engine.run_rows(batch, lambda key: False)))
-    for precision, table in tables.items():
-        print(f"\nKokoro {precision} on {engine.device}, {'random' if engine.random_weights else 'real'} weights:")
+        cuda_profile(
+            f"fp32, fused {args.fused[-1]}, {len(batch)} rows", lambda: list(engine.run_rows(batch, lambda key: False))
+        )
+    for name, table in tables.items():
+        print(f"\nKokoro {name} on {engine.device}, {'random' if engine.random_weights else 'real'} weights:")
         print("| rows | audio s per s | wall | first audio | audio | peak allocated | reserved |")
         print("|---|---|---|---|---|---|---|")
         for r in table:

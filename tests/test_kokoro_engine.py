@@ -18,6 +18,7 @@ from kokoro.model import KModel
 from inference.batch import Audio, BatchRow
 from inference.checkpoints import MANIFEST
 from inference.engine import ModelUnavailable, SynthesisRequest
+from inference.kokoro import fused as fused_ops
 from inference.kokoro import g2p, model
 from inference.kokoro.checkpoint import CONFIG, MODULES, WEIGHTS, check_model_dir, complete, make_checkpoint
 from inference.kokoro.engine import EDGE_FRAMES, KokoroEngine, edges
@@ -184,6 +185,26 @@ def test_rows_batched_together_sound_as_they_do_alone(engine, monkeypatch, decod
         assert batched["audio"].shape == alone["audio"].shape
         peak = np.abs(alone["audio"]).max()
         assert np.abs(batched["audio"] - alone["audio"]).max() <= BATCH_TOLERANCE * peak, row.key
+
+
+def test_the_fused_adain_and_snake_give_the_same_audio(engine, monkeypatch):
+    # A GPU runs the generator's AdaIN + Snake as one compiled expression (`fused.adain_snake`);
+    # here its formula runs uncompiled, in a padded group and alone, against kokoro's ops.
+    monkeypatch.setattr(engine, "decoder_rows", 0)
+    monkeypatch.setattr(model, "PADDING_ALLOWED", float("inf"))
+    rows = [
+        BatchRow("short", engine.read("Hi there."), HEART, 0),
+        BatchRow("long", engine.read("The quick brown fox jumps over the lazy dog."), HEART, 0),
+    ]
+    plain = run(engine, rows)
+    monkeypatch.setattr(fused_ops, "_FUSED", None)
+    fused_ops.use_fused("eager")
+    fused, alone = run(engine, rows), run(engine, rows[:1])["short"]
+    for key, row in fused.items():
+        peak = np.abs(plain[key]["audio"]).max()
+        assert row["audio"].shape == plain[key]["audio"].shape
+        assert np.abs(row["audio"] - plain[key]["audio"]).max() <= BATCH_TOLERANCE * peak, key
+    assert np.abs(alone["audio"] - plain["short"]["audio"]).max() <= BATCH_TOLERANCE * np.abs(alone["audio"]).max()
 
 
 def test_a_row_alone_is_kokoros_own_forward(engine):

@@ -41,36 +41,79 @@ LOADED_FIRST_CHUNK_TOKENS = 16
 assert LOADED_FIRST_CHUNK_TOKENS * 512 > HOLD_SAMPLES
 
 
+class _Ledger:
+    """Every live row's tokens and hidden states in two device tensors (slot, token, ·), written for
+    all rows of a step at once: one indexed write each, not two small copies a row (on a GPU those
+    were ~130 copies a step at 64 rows, most of the host's time beside the captured step). A row
+    takes a slot when it joins and frees it when it ends; the tensors grow (rows, tokens) when a
+    joining row needs more and never shrink during a run."""
+
+    def __init__(self) -> None:
+        self.ids: torch.Tensor | None = None  # (slots, max_tokens, num_vq)
+        self.hiddens: torch.Tensor | None = None  # (slots, max_tokens, hidden)
+        self.free: list[int] = []
+        self.slots = 0
+        self.length = 0
+
+    def place(self, max_tokens: int) -> int:
+        """A slot for a row of at most `max_tokens` tokens (storage is made at the first write)."""
+        if max_tokens > self.length:
+            self.length = max(max_tokens, self.length * 2)
+            self._grow()
+        if not self.free:
+            more = self.slots * 2 or 1
+            self.free = list(range(more - 1, self.slots - 1, -1))  # the lowest first
+            self.slots = more
+            self._grow()
+        return self.free.pop()
+
+    def release(self, slot: int) -> None:
+        self.free.append(slot)
+
+    def _grow(self) -> None:
+        for name in ("ids", "hiddens"):
+            old = getattr(self, name)
+            if old is not None and (old.size(0) < self.slots or old.size(1) < self.length):
+                new = old.new_zeros(self.slots, self.length, old.size(2))
+                new[: old.size(0), : old.size(1)] = old
+                setattr(self, name, new)
+
+    def write(self, slots: list[int], positions: list[int], ids: torch.Tensor, hiddens: torch.Tensor | None) -> None:
+        """Row i of the step (`ids[i]`, `hiddens[i]`) at token `positions[i]` of slot `slots[i]`."""
+        if self.ids is None:
+            self.ids = ids.new_zeros(self.slots, self.length, ids.size(1))
+        if hiddens is not None and self.hiddens is None:
+            self.hiddens = hiddens.new_zeros(self.slots, self.length, hiddens.size(1))
+        index = torch.tensor([slots, positions], device=ids.device)
+        self.ids.index_put_((index[0], index[1]), ids)
+        if hiddens is not None:
+            assert self.hiddens is not None
+            self.hiddens.index_put_((index[0], index[1]), hiddens)
+
+
 @dataclass
 class _Row:
     key: str
     max_tokens: int
     use_decoder: bool
+    ledger: _Ledger
     join: StreamJoin = field(default_factory=StreamJoin)
-    ids: torch.Tensor | None = None  # (max_tokens, num_vq): the row's tokens
-    hiddens: torch.Tensor | None = None  # (max_tokens, hidden): what the Decoder decodes
+    slot: int = -1
     tokens: int = 0
 
-    def append(self, ids: torch.Tensor, hidden: torch.Tensor) -> None:
-        if self.ids is None:
-            self.ids = ids.new_empty(self.max_tokens, ids.size(0))
-            if self.use_decoder:
-                self.hiddens = hidden.new_empty(self.max_tokens, hidden.size(0))
-        self.ids[self.tokens] = ids
-        if self.hiddens is not None:
-            self.hiddens[self.tokens] = hidden
-        self.tokens += 1
+    def __post_init__(self) -> None:
+        self.slot = self.ledger.place(self.max_tokens)
 
     def window(self, start: int, end: int) -> torch.Tensor:
         """What the decoder decodes for tokens [start, end): hidden states or token ids."""
-        features = self.hiddens if self.use_decoder else self.ids
+        features = self.ledger.hiddens if self.use_decoder else self.ledger.ids
         assert features is not None, "a row with no tokens has nothing to decode"
-        return features[start:end]
+        return features[self.slot, start:end]
 
     def token_ids(self) -> np.ndarray:
-        if self.ids is None:
+        if self.ledger.ids is None or not self.tokens:
             return np.zeros((0, 0), dtype=np.int64)
-        return self.ids[: self.tokens].cpu().numpy()
+        return self.ledger.ids[self.slot, : self.tokens].cpu().numpy()
 
 
 def _decode_windows(rows: list[tuple[_Row, bool]], decode: Decode) -> list[Audio]:
@@ -106,7 +149,10 @@ def run(
 ) -> Iterator[Event]:
     """The rows' audio chunks and ends, as they happen (each row's events in order). `admit`:
     rows joining while the batch runs (as `generation.generate`, each with its `use_decoder`)."""
-    rows = {p.key: _Row(p.key, p.max_tokens, u) for p, u in zip(plans, use_decoder, strict=True)}
+    ledger = _Ledger()
+    rows = {
+        p.key: _Row(p.key, p.max_tokens, u, ledger) for p, u in zip(plans, use_decoder, strict=True) if p.max_tokens > 0
+    }
 
     def joining(live: int):
         new = admit(live) if admit is not None else None
@@ -114,7 +160,7 @@ def run(
             return None
         new_emb, new_mask, new_plans, new_use_decoder = new
         for p, u in zip(new_plans, new_use_decoder, strict=True):
-            rows[p.key] = _Row(p.key, max(p.max_tokens, 1), u)
+            rows[p.key] = _Row(p.key, max(p.max_tokens, 1), u, ledger)
         return new_emb, new_mask, new_plans
 
     for p in plans:
@@ -132,10 +178,20 @@ def run(
         stopped: list[_Row] = []
         loaded = len(step.keys) > 1
         with torch.inference_mode():
+            written = [i for i, kept in enumerate(step.kept) if kept]
+            if written:
+                step_rows = [rows[step.keys[i]] for i in written]
+                everyone = len(written) == len(step.keys)
+                pick = None if everyone else torch.tensor(written, device=step.tokens.device)
+                ids = step.tokens if pick is None else step.tokens.index_select(0, pick)
+                hiddens = None
+                if any(r.use_decoder for r in step_rows):
+                    hiddens = step.hiddens if pick is None else step.hiddens.index_select(0, pick)
+                ledger.write([r.slot for r in step_rows], [r.tokens for r in step_rows], ids, hiddens)
+                for row in step_rows:
+                    row.tokens += 1
             for i, key in enumerate(step.keys):
                 row = rows[key]
-                if step.kept[i]:
-                    row.append(step.tokens[i], step.hiddens[i])
                 early = loaded and row.tokens == LOADED_FIRST_CHUNK_TOKENS and not row.join.decoded_to
                 if step.stopped[i]:
                     stopped.append(row)
@@ -149,4 +205,4 @@ def run(
         for i, key in enumerate(step.keys):
             if step.ended[i]:
                 yield Done(key, rows[key].tokens, rows[key].token_ids())
-                del rows[key]  # its buffers go with it (rows keep joining a continuous batch)
+                ledger.release(rows.pop(key).slot)  # its slot serves the next row to join

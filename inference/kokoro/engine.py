@@ -104,10 +104,12 @@ class KokoroEngine(BatchEngine):
         fixed_length: bool = False,
         precision: str = "auto",
         threads: int | None = None,
+        fused: str = "auto",
     ) -> KokoroEngine:
         import torch  # noqa: PLC0415  (torch/kokoro: worker processes only)
 
-        from . import weights  # noqa: PLC0415  (torch/kokoro: worker processes only)
+        from . import fused as fused_ops  # noqa: PLC0415  (torch/kokoro: worker processes only)
+        from . import weights  # noqa: PLC0415
 
         precision = pick_precision(precision, PRECISIONS)
         dev = pick_device(device)
@@ -116,11 +118,18 @@ class KokoroEngine(BatchEngine):
         model = weights.load(files, dev)
         if dev.type == "cpu":  # after loading: the file's copy of the weights is handed back first
             keep_freed_memory()
+        # The generator's AdaIN + Snake fused by torch.compile on a GPU (the elementwise passes were
+        # two thirds of its decode time there: docs/benchmarks.md); op by op on a CPU, where the
+        # convolutions dominate. Float rounding apart, the same audio.
+        fused = ("compiled" if dev.type == "cuda" else "off") if fused == "auto" else fused
+        fused_ops.use_fused(fused)
         fingerprint = json.dumps(files.sha256, sort_keys=True)
         # The files, our forward, the G2P (packages and spaCy pipeline) and the spelling-out (the
         # grammars, num2words): each changes the audio of a text, so each is part of the version
         # (and of cache keys).
         parts = [fingerprint, CODE_VERSION, g2p.versions(), normalizer_version(), numbers.version()]
+        if fused != "off":
+            parts.append("fused")
         version = model_version("kokoro", parts, precision, files.random_weights)
         logger.info(
             "model loaded: %s on %s, %s, %d torch threads, English G2P pipeline %s",
@@ -256,11 +265,16 @@ class KokoroEngine(BatchEngine):
                 yield Done(state.row.key, 0, np.zeros(0, dtype=np.int64))
 
     def warm_up(self) -> None:
-        """The G2P's dictionaries (English, espeak-ng, jieba, pypinyin) and a first forward."""
+        """The G2P's dictionaries (English, espeak-ng, jieba, pypinyin) and a first forward; on a GPU
+        also two rows of different lengths (a compiled AdaIN + Snake compiles once for one row and
+        once for padded rows: not at a listener's first request)."""
         g2p.warm_up()
         voice = next(iter(self.voices))
         params = KokoroParams(voice=((voice, 1.0),))
-        for _ in self.run_rows([BatchRow("warm", "Hi.", params, 0)], lambda key: False):
+        rows = [BatchRow("warm", "Hi.", params, 0)]
+        if getattr(self.device, "type", "cpu") != "cpu":
+            rows.append(BatchRow("warm-2", "Hello there, and welcome.", params, 0))
+        for _ in self.run_rows(rows, lambda key: False):
             pass
 
 

@@ -47,6 +47,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from . import fused as fused_ops
+
 SEED = 0  # the harmonic source's noise (the same for every row)
 STYLE_DIM = 128  # a voice pack's vector: decoder style (first 128), prosody style (last 128)
 # A decoder group admits a row while its padded frames stay within this factor of its real frames.
@@ -120,7 +122,18 @@ def _resblk(block, x: torch.Tensor, s: torch.Tensor, mask: torch.Tensor | None):
 
 
 def _resblock1(block, x: torch.Tensor, s: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
-    """kokoro's AdaINResBlock1 (the generator's) on padded rows."""
+    """kokoro's AdaINResBlock1 (the generator's) on padded rows; its AdaIN + Snake fused where
+    `fused.current()` gives one (every row then takes the mask, all ones where none is padded)."""
+    fused = fused_ops.current()
+    if fused is not None:
+        keep = x.new_ones(x.size(0), 1, x.size(-1)) if mask is None else mask
+        for c1, c2, n1, n2, a1, a2 in zip(
+            block.convs1, block.convs2, block.adain1, block.adain2, block.alpha1, block.alpha2, strict=True
+        ):
+            xt = c1(fused(x, keep, n1.fc(s).unsqueeze(-1), n1.norm.weight, n1.norm.bias, n1.norm.eps, a1))
+            xt = c2(fused(xt, keep, n2.fc(s).unsqueeze(-1), n2.norm.weight, n2.norm.bias, n2.norm.eps, a2))
+            x = xt + x
+        return x * keep
     if mask is None:
         return block(x, s)
     for c1, c2, n1, n2, a1, a2 in zip(
