@@ -20,8 +20,8 @@
 #    are more than a device call carries);
 # 5. VoxCPM2: bench/voxcpm_gpu.py in bf16 (as the real weights run; AudioVAE in fp32) on its
 #    full-size random checkpoint (made in /tmp/voxcpm-full, ~9.5 GB, if absent): the batch sweep
-#    1 and 64 (aggregate real time, real-time factor a row, first audio with chunks of 0.48 s,
-#    a step's time, peak and reserved device memory), then torch.profiler over 64 rows; 170 s at
+#    1, 16 and 64 (aggregate real time, real-time factor a row, first audio with chunks of 0.48 s,
+#    a step's time, peak and reserved device memory), then torch.profiler over 16 rows; 170 s at
 #    most, starting cold.
 # Each step keeps its own timeout (ChatTTS 300, 120, 120 s; Kokoro 110 s; VoxCPM2 170 s) where the
 # total allows, else what is left once the later steps keep theirs: with GPU_SH_SECONDS=530 and every
@@ -91,7 +91,7 @@ if ((vox)); then
   echo "== VoxCPM2: the batch sweep in bf16 (first audio, memory)"
   t=$(span 170 0)
   HF_HUB_OFFLINE=1 TQDM_DISABLE=1 timeout "$t" python3 bench/voxcpm_gpu.py --device cuda --dtype bf16 \
-    --batches 1 64 --patches 32 --runs 1 --budget $((t - 25)) --profile 64
+    --batches 1 16 64 --patches 32 --runs 1 --budget $((t - 25)) --profile 16
   voxcpm=$?
 fi
 echo "sweep exit $sweep, profile exit $profile, tests exit $tests, kokoro exit $kokoro, voxcpm exit $voxcpm ($SECONDS s)"

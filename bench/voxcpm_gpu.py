@@ -38,6 +38,9 @@ sys.path.insert(0, str(ROOT))
 TEXT = "The morning train was late again, so we walked along the river instead."
 DESIGNS = ["A calm, low voice", "A bright young woman", "An old storyteller", "", "A fast, crisp voice"]
 CHUNK = 3  # patches an Audio event: 0.48 s (the worker's first chunk)
+# The profiled batch's patches: one chunk. Under torch.profiler a step's thousands of small ops are
+# slow to record: 64 rows of 8 patches outlasted 110 s on an H200 (2026-12-04).
+PROFILE_PATCHES = 3
 GIB = 2**30
 
 
@@ -60,7 +63,7 @@ def main() -> int:
         type=int,
         default=0,
         metavar="ROWS",
-        help="then torch.profiler over a batch of ROWS rows of 8 patches (on a GPU)",
+        help=f"then torch.profiler over a batch of ROWS rows of {PROFILE_PATCHES} patches (on a GPU)",
     )
     args = parser.parse_args()
     began = time.monotonic()
@@ -107,9 +110,9 @@ def main() -> int:
         for run in range(1, args.runs + 1):
             left = args.budget - (time.monotonic() - began)
             guess = last["wall"] * max(1.0, n / last["rows"]) if last else 0.0  # at worst linear in the rows
-            if last and guess > left:
+            if last and guess > left:  # the profile may still fit: it runs few patches
                 print(f"time budget: batch {n} run {run} skipped ({left:.0f} s left, ~{guess:.0f} s needed)")
-                return report(table + ([result] if result else []), args, began, failed=False)
+                break
             try:
                 result = last = measure(engine, n, args.patches, seconds)
             except Exception:  # memory, a kernel: the figures so far still stand
@@ -117,12 +120,15 @@ def main() -> int:
                 print(f"batch {n}: failed", flush=True)
                 return report(table + ([result] if result else []), args, began, failed=True)
             print(f"batch {n:>2} run {run}: " + describe(result), flush=True)
+        if result is None:
+            break
         table.append(result)
     if args.profile and cuda and time.monotonic() - began < args.budget:
         from common import cuda_profile
 
         cuda_profile(
-            f"{args.profile} rows of 8 patches", lambda: measure(engine, args.profile, 8, 8 / PATCHES_PER_SECOND)
+            f"{args.profile} rows of {PROFILE_PATCHES} patches",
+            lambda: measure(engine, args.profile, PROFILE_PATCHES, PROFILE_PATCHES / PATCHES_PER_SECOND),
         )
     return report(table, args, began, failed=False)
 
