@@ -230,7 +230,8 @@ class KokoroEngine(BatchEngine):
                 owner.append((len(live), k))
             live.append(_Row(row, row_pieces))
         stopped = lambda i: stop(live[owner[i][0]].row.key)  # noqa: E731
-        for d in decode(self.model, inputs, self.decoder_rows, self.dtype, early, stopped):
+        opening = lambda durations: edges(durations)[0]  # noqa: E731  (trimmed from a piece's first chunk)
+        for d in decode(self.model, inputs, self.decoder_rows, self.dtype, early, stopped, opening):
             r, k = owner[d.row]
             state = live[r]
             if state.ended:
@@ -241,7 +242,7 @@ class KokoroEngine(BatchEngine):
                 continue
             # A piece's first chunk loses the model's opening silence, its last its closing one.
             first, (lead, tail) = k not in state.lengths, edges(d.durations)
-            samples = d.audio[lead * SAMPLES_PER_FRAME :] if first else d.audio
+            samples = d.audio[(lead - d.skipped) * SAMPLES_PER_FRAME :] if first else d.audio
             samples = samples[: max(0, len(samples) - tail * SAMPLES_PER_FRAME)] if d.last else samples
             samples = fade_in(samples) if first else samples
             samples = fade_out(samples) if d.last else samples

@@ -5,10 +5,13 @@ groups of similar length (`model`).
 A row whose first audio is awaited (`early`: a live request's first sentence) is decoded in two
 windows (`_windows`) and its first goes out as soon as it is decoded. Its text side, durations, F0/N
 curves, harmonic source and the decoder's frame-rate blocks are the whole sentence's; the generator
-(iSTFTNet's upsampling and resblocks: nearly all of the decoder's work) runs over the alignment's
-first FIRST_WINDOW_FRAMES frames, then over the rest, each with WINDOW_CONTEXT_FRAMES of the
-alignment on either side (decoded, discarded), joined by a CROSSFADE_SAMPLES crossfade. One
-utterance: its intonation and pauses are the sentence's own (cutting the text instead made two).
+(iSTFTNet's upsampling and resblocks: nearly all of the decoder's work) runs over FIRST_WINDOW_FRAMES
+frames of the alignment from the end of the model's opening silence (~0.3 s that the engine trims
+anyway: `silence`), then over the rest, each with WINDOW_CONTEXT_FRAMES of the alignment on either
+side (decoded, discarded), joined by a CROSSFADE_SAMPLES crossfade. One utterance: its intonation
+and pauses are the sentence's own (cutting the text instead made two). The first window is all
+speech (0.6 s at speed 1), not half silence: its statistics are speech's, and the listener holds
+more audio while the rest decodes.
 
 Convolution alone would make the windows' audio the sentence's exactly (8 frames of context cover
 the generator's receptive field), but its 48 instance norms take their statistics over the time
@@ -44,7 +47,7 @@ from .model import (
 )
 from .text import SAMPLES_PER_FRAME
 
-FIRST_WINDOW_FRAMES = 24  # an early row's first window: 0.6 s at speed 1 (~0.3 s of it the opening silence)
+FIRST_WINDOW_FRAMES = 24  # an early row's first window: 0.6 s of speech at speed 1, after the opening silence
 WINDOW_CONTEXT_FRAMES = 8  # of the alignment on either side of a window, decoded and discarded (0.2 s)
 CROSSFADE_SAMPLES = 480  # 20 ms across each join of two windows
 
@@ -58,12 +61,14 @@ class Decoded:
     audio: np.ndarray  # float32
     durations: np.ndarray  # the row's frames per input (the same in each of its chunks)
     last: bool
+    skipped: int = 0  # frames of the row's opening silence not decoded into its first chunk
 
 
-def _windows(frames: int, first: int = FIRST_WINDOW_FRAMES) -> list[tuple[int, int]]:
-    """An early row's windows, [start, end) in frames: the first `first`, then the rest; a row
-    within 1.5 first windows stays whole."""
-    return [(0, first), (first, frames)] if frames > 1.5 * first else [(0, frames)]
+def _windows(frames: int, skip: int = 0, first: int = FIRST_WINDOW_FRAMES) -> list[tuple[int, int]]:
+    """An early row's windows, [start, end) in frames: `first` frames from `skip` (the opening
+    silence that is trimmed anyway: the window is speech, not silence), then the rest; a row within
+    1.5 first windows of speech stays whole (from frame 0)."""
+    return [(skip, skip + first), (skip + first, frames)] if frames - skip > 1.5 * first else [(0, frames)]
 
 
 @dataclass(frozen=True)
@@ -114,16 +119,17 @@ def _text_side(model, rows: Sequence[RowInput]) -> _Sentences:
 
 
 def _windowed(
-    model, side: _Sentences, i: int, dtype: torch.dtype | None, stopped: Callable[[int], bool]
+    model, side: _Sentences, i: int, dtype: torch.dtype | None, stopped: Callable[[int], bool], skip: int
 ) -> Iterator[Decoded]:
-    """Row `i` decoded in `_windows`, each window's audio as soon as it is made (module docstring)."""
+    """Row `i` decoded in `_windows`, each window's audio as soon as it is made (module docstring);
+    its first `skip` frames (opening silence) not in its audio, where it is windowed."""
     n = int(side.frames[i])
     frames = side.frames[i : i + 1]
     s, ref = side.ref_s[i : i + 1, STYLE_DIM:], side.ref_s[i : i + 1, :STYLE_DIM]
     f0, noise = f0_n(model.predictor, side.en[i : i + 1, :, :n], s, frames)
     har = harmonics(model.decoder.generator, f0, frames)
     features = decoder_features(model.decoder, side.asr[i : i + 1, :, :n], f0, noise, ref, frames)
-    windows = _windows(n)
+    windows = _windows(n, min(skip, n))
     half, held = CROSSFADE_SAMPLES // 2, None
     ramp = np.linspace(0.0, 1.0, 2 * half, dtype=np.float32)
     for k, (start, end) in enumerate(windows):
@@ -141,7 +147,7 @@ def _windowed(
             )
         except Abandoned:  # stopped while this window decoded: nothing more of the row
             return
-        first = (start - lo) * SAMPLES_PER_FRAME - (half if start else 0)
+        first = (start - lo) * SAMPLES_PER_FRAME - (half if k else 0)
         last = (end - lo) * SAMPLES_PER_FRAME + (half if end < n else 0)
         chunk = audio.float().cpu().numpy()[first:last].copy()
         if held is not None:
@@ -149,7 +155,7 @@ def _windowed(
         final = k == len(windows) - 1
         if not final:
             held, chunk = chunk[-2 * half :].copy(), chunk[: -2 * half]
-        yield Decoded(i, chunk, side.durations[i], final)
+        yield Decoded(i, chunk, side.durations[i], final, windows[0][0])
         if not final and stopped(i):
             return
 
@@ -166,18 +172,20 @@ def decode(
     dtype: torch.dtype | None = None,
     early: Collection[int] = (),
     stopped: Callable[[int], bool] = lambda i: False,
+    silence: Callable[[np.ndarray], int] = lambda durations: 0,
 ) -> Iterator[Decoded]:
     """`rows` through `model` (a loaded `kokoro.KModel`) in one padded batch: each row's audio
     (float32, 24 kHz) and its predicted durations. The rows in `early` come first, in windows as they
     are decoded: every one's first window, then each one's rest (`stopped(i)` ends row i's between
     windows, its last chunk not `last`); the others whole, in decoder groups (`decoder_rows`: the most
     rows the decoder runs at once, 0: any; one on a CPU), a row stopped before its group is decoded
-    yielding nothing.
+    yielding nothing. `silence(durations)`: the frames of an early row's opening silence its first
+    window may start after (`Decoded.skipped` says how many it did).
     `dtype`: the generator's resblocks in it (bfloat16), else float32."""
     if not rows:
         return
     side = _text_side(model, rows)
-    windowed = [_windowed(model, side, i, dtype, stopped) for i in sorted(early)]
+    windowed = [_windowed(model, side, i, dtype, stopped, silence(side.durations[i])) for i in sorted(early)]
     for chunks in windowed:  # every awaited row's first window before any row's second: each
         first = next(chunks, None)  # listener's sentence begins one window apart, not a sentence
         if first is not None:
