@@ -133,7 +133,7 @@ def test_a_sentence_decoded_in_windows_says_the_same_words(engine, voice, text):
     opening = lambda durations: edges(durations)[0]  # noqa: E731  (as the engine: its first window is speech)
     chunks = [d.audio for d in decode(engine.model, [row], early=[0], silence=opening)]
     whole = forward(engine.model, [row])[0]
-    assert len(chunks) == 2 and len(chunks[0]) == FIRST_WINDOW_FRAMES * SAMPLES_PER_FRAME - CROSSFADE_SAMPLES // 2
+    assert len(chunks) >= 2 and len(chunks[0]) == FIRST_WINDOW_FRAMES * SAMPLES_PER_FRAME - CROSSFADE_SAMPLES // 2
     windowed = np.concatenate(chunks)
     assert len(windowed) == len(whole.audio) - opening(whole.durations) * SAMPLES_PER_FRAME
     heard = listening.hear(windowed, SAMPLE_RATE).text

@@ -15,7 +15,14 @@ from inference.batch import Audio, BatchRow, Done
 from inference.kokoro import forward as windows
 from inference.kokoro import g2p, model
 from inference.kokoro.engine import KokoroEngine, edges
-from inference.kokoro.forward import CROSSFADE_SAMPLES, FIRST_WINDOW_FRAMES, SAMPLES_PER_FRAME, decode, forward
+from inference.kokoro.forward import (
+    CROSSFADE_SAMPLES,
+    FIRST_WINDOW_FRAMES,
+    MIDDLE_WINDOW_FRAMES,
+    SAMPLES_PER_FRAME,
+    decode,
+    forward,
+)
 from inference.kokoro.model import RowInput
 from inference.kokoro.params import KokoroParams
 from inference.kokoro.text import pieces
@@ -50,7 +57,9 @@ def test_the_first_window_goes_out_before_the_rest_is_decoded(engine, monkeypatc
     first = FIRST_WINDOW_FRAMES * SAMPLES_PER_FRAME - CROSSFADE_SAMPLES // 2
     assert edges(done.ids)[0] > 0
     assert events[0] == (Audio, 1, first)  # sent after the first window's generator, before the second's
-    assert [(kind, calls) for kind, calls, _ in events[1:]] == [(Audio, 2), (Done, 2)]
+    # Then the middle window (1.2 s, sent before the rest is decoded), then the rest.
+    middle = MIDDLE_WINDOW_FRAMES * SAMPLES_PER_FRAME
+    assert events[1:] == [(Audio, 2, middle), (Audio, 3, events[2][2]), (Done, 3, None)]
 
 
 def test_the_row_is_as_long_as_the_whole_sentence_with_its_durations_and_words(engine):
@@ -67,11 +76,13 @@ def test_every_awaited_rows_first_window_comes_before_any_rows_second(engine):
     # Streams arriving together: each listener's sentence begins a window apart, not a sentence apart.
     rows = [row_input(engine), row_input(engine, "Please remember to bring your notebook to the meeting tomorrow.")]
     order = [(d.row, d.last) for d in decode(engine.model, rows, early=[0, 1])]
-    assert order == [(0, False), (1, False), (0, True), (1, True)]
     alone = [[d.audio for d in decode(engine.model, [row], early=[0])] for row in rows]
+    counts = [len(a) for a in alone]
+    assert counts == [3, 3]  # first, middle, rest
+    assert order == [(0, False), (1, False), (0, False), (0, True), (1, False), (1, True)]
     together = {i: [d.audio for d in decode(engine.model, rows, early=[0, 1]) if d.row == i] for i in (0, 1)}
     for i in (0, 1):  # the same windows, in another order
-        assert len(together[i]) == len(alone[i]) == 2
+        assert len(together[i]) == len(alone[i])
         for mine, its in zip(together[i], alone[i], strict=True):
             assert len(mine) == len(its) and np.abs(mine - its).max() <= 1e-5 * np.abs(its).max()
 
@@ -156,5 +167,5 @@ def test_with_the_sentences_statistics_the_windows_are_the_whole_decode(engine, 
         replay = dict.fromkeys(range(len(norms)), 0)  # the next window: the sentence's statistics again
         chunks.append(d.audio)
     windowed = np.concatenate(chunks)
-    assert len(chunks) == 2 and len(windowed) == len(whole)
+    assert len(chunks) == 3 and len(windowed) == len(whole)
     assert np.abs(windowed - whole).max() <= 1e-4 * np.abs(whole).max()

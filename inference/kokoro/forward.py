@@ -7,11 +7,12 @@ windows (`_windows`) and its first goes out as soon as it is decoded. Its text s
 curves, harmonic source and the decoder's frame-rate blocks are the whole sentence's; the generator
 (iSTFTNet's upsampling and resblocks: nearly all of the decoder's work) runs over FIRST_WINDOW_FRAMES
 frames of the alignment from the end of the model's opening silence (~0.3 s that the engine trims
-anyway: `silence`), then over the rest, each with WINDOW_CONTEXT_FRAMES of the alignment on either
-side (decoded, discarded), joined by a CROSSFADE_SAMPLES crossfade. One utterance: its intonation
-and pauses are the sentence's own (cutting the text instead made two). The first window is all
-speech (0.6 s at speed 1), not half silence: its statistics are speech's, and the listener holds
-more audio while the rest decodes.
+anyway: `silence`), then over MIDDLE_WINDOW_FRAMES more, then over the rest, each with
+WINDOW_CONTEXT_FRAMES of the alignment on either side (decoded, discarded; the middle window from
+frame 0), joined by CROSSFADE_SAMPLES crossfades. One utterance: its intonation and pauses are the
+sentence's own (cutting the text instead made two). The first window is all speech (0.6 s at speed
+1), not half silence; the windows grow (0.6 s, 1.2 s, the rest) so that each is made about when
+the audio before it has played (a player on a 2-core CPU waited 0.13-0.19 s once, not ~1.3 s).
 
 Convolution alone would make the windows' audio the sentence's exactly (8 frames of context cover
 the generator's receptive field), but its 48 instance norms take their statistics over the time
@@ -19,8 +20,10 @@ they see: with the whole sentence's statistics replayed a windowed decode equals
 ~110 dB; with each window's own it differs (~5-15 dB SNR), and more the shorter the window. Heard
 by Whisper base on 32 read sentences (real weights): whole 9.1 % WER; a first window of 0.8 s then
 the rest 9.5 % (0.6 s with 1 s of right context: 8.8 %); windows that kept doubling after the first
-(0.8, 1.6, 3.2 s: the statistics of short middle windows) 13.0 %. Hence two windows: the first
-short for its latency, the rest long for its statistics (docs/benchmarks.md).
+(0.8, 1.6, 3.2 s: the statistics of short middle windows) 13.0 %. Hence the first window short for
+its latency, the middle one decoded from the sentence's start (statistics over 2.3 s, at the cost
+of re-decoding 0.9 s), the rest long for its statistics: REST heard at 8.6 % against 8.8 % for the
+sentences decoded whole (docs/benchmarks.md).
 """
 
 from __future__ import annotations
@@ -50,6 +53,10 @@ from .text import SAMPLES_PER_FRAME
 FIRST_WINDOW_FRAMES = 24  # an early row's first window: 0.6 s of speech at speed 1, after the opening silence
 WINDOW_CONTEXT_FRAMES = 8  # of the alignment on either side of a window, decoded and discarded (0.2 s)
 CROSSFADE_SAMPLES = 480  # 20 ms across each join of two windows
+# An early row's second window (1.2 s at speed 1): made within the first's 0.6 s of audio here, it
+# keeps the listener fed while the third (the rest) decodes. It is decoded from frame 0 (its
+# statistics over the sentence so far; decoded alone they were heard at 11.9 % WER, against 8.6 %).
+MIDDLE_WINDOW_FRAMES = 48
 
 
 @dataclass(frozen=True)
@@ -66,9 +73,15 @@ class Decoded:
 
 def _windows(frames: int, skip: int = 0, first: int = FIRST_WINDOW_FRAMES) -> list[tuple[int, int]]:
     """An early row's windows, [start, end) in frames: `first` frames from `skip` (the opening
-    silence that is trimmed anyway: the window is speech, not silence), then the rest; a row within
-    1.5 first windows of speech stays whole (from frame 0)."""
-    return [(skip, skip + first), (skip + first, frames)] if frames - skip > 1.5 * first else [(0, frames)]
+    silence that is trimmed anyway: the window is speech, not silence), MIDDLE_WINDOW_FRAMES, then the
+    rest; the middle one left out where the rest would be under 1.5 first windows, and a row within
+    1.5 first windows of speech whole (from frame 0)."""
+    if frames - skip <= 1.5 * first:
+        return [(0, frames)]
+    middle = skip + first + MIDDLE_WINDOW_FRAMES
+    if MIDDLE_WINDOW_FRAMES and frames - middle > 1.5 * first:
+        return [(skip, skip + first), (skip + first, middle), (middle, frames)]
+    return [(skip, skip + first), (skip + first, frames)]
 
 
 @dataclass(frozen=True)
@@ -133,7 +146,8 @@ def _windowed(
     half, held = CROSSFADE_SAMPLES // 2, None
     ramp = np.linspace(0.0, 1.0, 2 * half, dtype=np.float32)
     for k, (start, end) in enumerate(windows):
-        lo, hi = max(0, start - WINDOW_CONTEXT_FRAMES), min(n, end + WINDOW_CONTEXT_FRAMES)
+        middle = 0 < k < len(windows) - 1  # from frame 0: the sentence's statistics so far
+        lo, hi = 0 if middle else max(0, start - WINDOW_CONTEXT_FRAMES), min(n, end + WINDOW_CONTEXT_FRAMES)
         try:
             (audio,) = generate(
                 model.decoder.generator,
