@@ -41,7 +41,7 @@ from .text import FRAMES_PER_SECOND, SAMPLES_PER_FRAME, Piece, pieces, read, wor
 logger = logging.getLogger(__name__)
 
 # Our forward (padded batch, per-row noise seeded with model.SEED) and text side: part of the version.
-CODE_VERSION = "padded-batch/3"  # 2: a live first sentence in windows; 3: edge silence trimmed
+CODE_VERSION = "padded-batch/4"  # 2: a live first sentence in windows; 3: edge silence trimmed; 4: three windows
 # The decoder's generator: float32, or its resblocks' convolutions in bfloat16 (float32's range, so
 # the spectrum's exp cannot overflow as in half precision). bf16 is an operator's choice, never auto:
 # 1.2-1.3x faster on a CPU with AVX512-BF16, but the audio differs from float32's by ~-40 dB

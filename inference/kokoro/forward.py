@@ -2,7 +2,7 @@
 once (ALBERT, the encoders, durations, each row's alignment), then the decoder over padded rows in
 groups of similar length (`model`).
 
-A row whose first audio is awaited (`early`: a live request's first sentence) is decoded in two
+A row whose first audio is awaited (`early`: a live request's first sentence) is decoded in
 windows (`_windows`) and its first goes out as soon as it is decoded. Its text side, durations, F0/N
 curves, harmonic source and the decoder's frame-rate blocks are the whole sentence's; the generator
 (iSTFTNet's upsampling and resblocks: nearly all of the decoder's work) runs over FIRST_WINDOW_FRAMES
