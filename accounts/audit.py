@@ -40,6 +40,7 @@ ACTIONS = {
     "settings.data_retention": "data retention changed",
     "settings.require_mfa": "two-factor requirement changed",
     "settings.speech_defaults": "default model and voice changed",
+    "settings.voice_aliases": "voice aliases changed",
     "settings.browser_origins": "browser origins changed",
     "sso.updated": "single sign-on settings changed",
     "sso.deleted": "single sign-on removed",

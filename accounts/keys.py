@@ -139,6 +139,14 @@ def set_speech_defaults(org: Organization, model: str, voice: str, by) -> None:
     audit.record_changes(org, "settings.speech_defaults", before, {"model": model, "voice": voice}, by)
 
 
+def set_voice_aliases(org: Organization, aliases: dict, by) -> None:
+    """The organization's voice aliases (checked by the caller: synthesis.api.aliases)."""
+    before = {"aliases": org.voice_aliases}
+    org.voice_aliases = aliases
+    org.save(update_fields=["voice_aliases"])
+    audit.record_changes(org, "settings.voice_aliases", before, {"aliases": aliases}, by)
+
+
 @receiver(pre_delete, sender=get_user_model())
 def _revoke_keys_of_deleted_user(sender, instance, **kwargs) -> None:
     """A user deleted however (the admin console too): their own keys are revoked, never left to

@@ -76,6 +76,9 @@ class Organization(models.Model):
     # none; empty: the deployment's (TTS_DEFAULT_MODEL, "alloy"). Checked when set (synthesis.api.defaults).
     default_model = models.CharField(max_length=64, blank=True)
     default_voice = models.CharField(max_length=64, blank=True)
+    # OpenAI's voice names mapped to voices of the organization's choosing, {"alloy": {"model": "voxcpm",
+    # "voice": "voice_…"}}, for clients that send only those names. Checked when set (synthesis.api.aliases).
+    voice_aliases = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:

@@ -88,6 +88,7 @@ ROUTES: dict[str, str | None] = {
     "sso-verify": "organization:write",
     "require-mfa": "organization",
     "speech-defaults": "organization",
+    "voice-aliases": "organization",
     "browser-origins": "organization",
     "usage": "usage",
     "subscription": "billing",

@@ -30,6 +30,7 @@ from dashboard.views.account import password_reset, sign_in
 from dashboard.views.operations import operations
 from dashboard.views.sso import provider_callback, provider_login, sso_start, sso_unfinished
 from synthesis.api import discovery, jobs, speech, webhook_endpoints, webhooks
+from synthesis.api.aliases import VoiceAliasesViewSet
 from synthesis.api.defaults import SpeechDefaultsViewSet
 from tts_saas.metrics import metrics_view
 from tts_saas.views import health
@@ -136,6 +137,11 @@ v1 = [
         "organization/speech_defaults",
         SpeechDefaultsViewSet.as_view({"get": "retrieve", "put": "update"}),
         name="speech-defaults",
+    ),
+    path(
+        "organization/voice_aliases",
+        VoiceAliasesViewSet.as_view({"get": "retrieve", "put": "update"}),
+        name="voice-aliases",
     ),
     path(
         "organization/browser_origins",

@@ -20,7 +20,7 @@ from tts_saas.parsers import JSONParser
 from tts_saas.serializers import refuse_any_body
 
 from .actions import RecordingVoiceSerializer, VoiceCreateSerializer, create_voice, create_voice_from_recording
-from .catalog import VOICE_ID, builtin_listing, own_voices
+from .catalog import VOICE_ID, builtin_listing, own_voices, with_aliases
 from .models import Voice
 
 
@@ -79,6 +79,11 @@ class AudioVoiceSerializer(serializers.Serializer):
     model = serializers.CharField(help_text="The model the voice speaks on.")
     language = serializers.CharField(help_text="en-us, en-gb, zh, multi (a ChatTTS speaker), or '' (own voices).")
     custom = serializers.BooleanField(help_text="The organization's own voice (built-in voices are read-only).")
+    alias = serializers.DictField(
+        required=False,
+        help_text="On an OpenAI name the organization aliased: the model, voice and its name it speaks with "
+        "(PUT /v1/organization/voice_aliases).",
+    )
 
 
 @extend_schema_serializer(many=False)
@@ -95,6 +100,7 @@ def listing(organization, spec: EngineSpec) -> list[dict]:
     """The model's built-in voices (those the plan allows, with a key) and the organization's own."""
     allowed = limits_for(organization).allowed_voices if organization is not None else ()
     voices = [{**v, "model": spec.name, "custom": False} for v in builtin_listing(spec, allowed)]
+    voices = with_aliases(voices, organization)
     if organization is not None:
         voices += [
             {"id": v.id, "name": v.name, "description": v.description, "model": v.model, "language": "", "custom": True}

@@ -78,6 +78,21 @@ def builtin_listing(spec: EngineSpec, allowed: tuple[str, ...] = ()) -> list[dic
     return voices
 
 
+def with_aliases(entries: list[dict], organization, key: str = "id") -> list[dict]:
+    """`entries` (a voice listing) with, on each of OpenAI's names the organization aliased, the
+    voice it speaks with: {"model", "voice", "name"} (synthesis.api.aliases sets and applies them)."""
+    aliases = getattr(organization, "voice_aliases", None) or {}
+    if not aliases:
+        return entries
+    own = {v.id: v.name for v in scoped(Voice, organization).filter(pk__in=[a["voice"] for a in aliases.values()])}
+    return [
+        {**e, "alias": {**aliases[e[key]], "name": own.get(aliases[e[key]]["voice"], aliases[e[key]]["voice"])}}
+        if e[key] in aliases
+        else e
+        for e in entries
+    ]
+
+
 def own_voices(organization, spec: EngineSpec | None = None):
     """The organization's voices (of one model when `spec` is given), oldest first."""
     voices = scoped(Voice, organization).order_by("created_at")

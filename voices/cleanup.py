@@ -1,6 +1,6 @@
 """What goes with a deleted voice, whatever deleted it (the API, the dashboard, the admin, a closed
 organization), once the deletion is committed: its kept upload, its recording if a worker has not
-encoded it yet, and its place as the organization's default voice."""
+encoded it yet, and its place as the organization's default voice and in its voice aliases."""
 
 from __future__ import annotations
 
@@ -25,5 +25,11 @@ def _voice_deleted(sender, instance: Voice, **kwargs) -> None:
         get_redis().delete(RECORDING_KEY.format(instance.id))
         # Requests that name no voice would otherwise be refused for a voice they never named.
         Organization.objects.filter(pk=instance.organization_id, default_voice=instance.id).update(default_voice="")
+        # Its voice aliases too: OpenAI's name speaks as built in again (synthesis.api.aliases).
+        with transaction.atomic():
+            org = Organization.objects.select_for_update().filter(pk=instance.organization_id).first()
+            if org is not None and any(a.get("voice") == instance.id for a in org.voice_aliases.values()):
+                org.voice_aliases = {n: a for n, a in org.voice_aliases.items() if a.get("voice") != instance.id}
+                org.save(update_fields=["voice_aliases"])
 
     transaction.on_commit(forget)

@@ -28,6 +28,8 @@ from tts_saas.errors import ApiError, error_responses
 from tts_saas.serializers import StrictSerializer
 from voices.catalog import resolve_voice
 
+from . import aliases
+
 logger = logging.getLogger(__name__)
 
 ADMIN_ONLY = {
@@ -90,7 +92,9 @@ def _check_default_voice(org: Organization, spec: EngineSpec) -> None:
 
 
 def with_defaults(data: dict, org: Organization) -> dict:
-    """`data` (a request body) with the organization's defaults where it leaves them open."""
+    """`data` (a request body) with its voice's alias (`aliases.apply`), then the organization's
+    defaults where it leaves them open."""
+    data = aliases.apply(data, org)
     if not (org.default_model or org.default_voice):
         return data
     model = data.get("model", "")

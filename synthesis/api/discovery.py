@@ -18,7 +18,7 @@ from inference.text import ssml_subset
 from synthesis.api.serializers import VoiceListSerializer
 from synthesis.service import workers
 from tts_saas.errors import ApiError, error_responses
-from voices.catalog import builtin_listing
+from voices.catalog import builtin_listing, with_aliases
 
 CREATED = 1_700_000_000  # the models' `created` (OpenAI's field; fixed)
 
@@ -164,4 +164,5 @@ def voices(request) -> Response:
         {"voice_id": v["id"], "name": v["name"], "description": v["description"], "language": v["language"]}
         for v in builtin_listing(spec)
     ]
+    data = with_aliases(data, getattr(request.user, "organization", None), "voice_id")
     return Response({"object": "list", "model": spec.name, "data": data})

@@ -317,6 +317,11 @@ class VoiceSerializer(serializers.Serializer):
     name = serializers.CharField()
     description = serializers.CharField()
     language = serializers.CharField(help_text="en-us, en-gb, zh, or multi (a ChatTTS speaker speaks both).")
+    alias = serializers.DictField(
+        required=False,
+        help_text="On an OpenAI name the organization aliased: the model, voice and its name it speaks with "
+        "(PUT /v1/organization/voice_aliases).",
+    )
 
 
 class VoiceListSerializer(serializers.Serializer):
