@@ -1,5 +1,5 @@
 """The Settings page's forms: the organization's name, its default model and voice (each model's
-voices only), and its IP allowlist for API calls."""
+voices only), its voice aliases, and its IP allowlist for API calls."""
 
 from __future__ import annotations
 
@@ -69,6 +69,40 @@ class DefaultsForm(forms.Form):
                 f"Choose one of {title}'s voices, or none for its default.",
             )
         return data
+
+
+class AliasesForm(forms.Form):
+    """The organization's voice aliases (`synthesis.api.aliases`): for each of OpenAI's voice names,
+    built in, or a voice of any model the plan allows (built in, or the organization's own that are
+    ready), as "model:voice"."""
+
+    def __init__(self, *args, org, **kwargs):
+        super().__init__(*args, **kwargs)
+        limits = limits_for(org)
+        specs = offer.allowed_specs(limits)
+        ready = own_voices(org).filter(status=Voice.Status.READY).only("id", "name", "model")
+        groups = [
+            (
+                spec.title,
+                [(f"{spec.name}:{v['id']}", v["name"]) for v in builtin_listing(spec, limits.allowed_voices)]
+                + [(f"{spec.name}:{v.id}", f"{v.name} (yours)") for v in ready if v.model == spec.name],
+            )
+            for spec in specs
+        ]
+        self.names = list(offer.default_spec().openai_voices)
+        for name in self.names:
+            alias = org.voice_aliases.get(name) if isinstance(org.voice_aliases, dict) else None
+            self.fields[name] = forms.ChoiceField(
+                required=False,
+                label=name,
+                choices=[("", "as built in")] + groups,
+                initial=f"{alias['model']}:{alias['voice']}" if alias else "",
+            )
+
+    def aliases(self) -> dict:
+        """The chosen aliases, {name: {"model", "voice"}}, for `aliases.check`."""
+        chosen = {name: self.cleaned_data.get(name) for name in self.names}
+        return {n: dict(zip(("model", "voice"), v.split(":", 1), strict=True)) for n, v in chosen.items() if v}
 
 
 class IpAllowlistForm(forms.Form):

@@ -1,4 +1,4 @@
-"""The organization's own settings: its name, its default model and voice, how long job audio is
+"""The organization's own settings: its name, its default model and voice, its voice aliases, how long job audio is
 kept and its data retention, the IP allowlist of its API calls, leaving it, and closing it (its
 owner, confirmed by typing its name, saying what happens to data and billing)."""
 
@@ -10,17 +10,18 @@ from django.core.exceptions import PermissionDenied
 from django.shortcuts import redirect
 
 from accounts import account
-from accounts.keys import set_data_retention, set_ip_allowlist, set_speech_defaults
+from accounts.keys import set_data_retention, set_ip_allowlist, set_speech_defaults, set_voice_aliases
 from accounts.models import Organization
+from synthesis.api import aliases as voice_aliases
 from synthesis.api.defaults import check
 from synthesis.service.closing import ClosingRefused, close_organization
 from tts_saas.errors import ApiError
 
 from ..access import SESSION_ORG, member_required, page, require_admin
-from ..orgforms import DefaultsForm, IpAllowlistForm, RenameForm
+from ..orgforms import AliasesForm, DefaultsForm, IpAllowlistForm, RenameForm
 
 RENAME, LEAVE, CLOSE, DEFAULTS = "rename", "leave", "close", "defaults"
-RETENTION, IP_ALLOWLIST = "data-retention", "ip-allowlist"
+RETENTION, IP_ALLOWLIST, ALIASES = "data-retention", "ip-allowlist", "aliases"
 
 
 @member_required
@@ -34,6 +35,7 @@ def organization(request):
         org=org,
         initial={"model": org.default_model, "voice": org.default_voice},
     )
+    aliases = AliasesForm(request.POST if posted == ALIASES else None, org=org)
     allowlist = IpAllowlistForm(
         request.POST if posted == IP_ALLOWLIST else None,
         initial={"allowed_ips": ", ".join(map(str, org.allowed_ips)) if isinstance(org.allowed_ips, list) else ""},
@@ -63,6 +65,18 @@ def organization(request):
             else:
                 set_speech_defaults(org, model, voice, request.user)
                 messages.info(request, "Default model and voice saved: requests from now on use them.")
+                return redirect("dashboard:organization")
+    elif posted == ALIASES:
+        require_admin(request, "change the voice aliases")
+        if aliases.is_valid():
+            try:
+                chosen = voice_aliases.check(org, aliases.aliases())
+            except ApiError as exc:
+                name = exc.param.removeprefix("aliases.") if exc.param and exc.param.startswith("aliases.") else None
+                aliases.add_error(name if name in aliases.names else None, exc.message.split(": ", 1)[-1])
+            else:
+                set_voice_aliases(org, chosen, request.user)
+                messages.info(request, f"Voice aliases saved: {len(chosen)} of OpenAI's names speak your choices.")
                 return redirect("dashboard:organization")
     elif posted == RENAME:
         require_admin(request, "rename the organization")
@@ -99,6 +113,7 @@ def organization(request):
         "organization",
         rename=rename,
         defaults=defaults,
+        aliases=aliases,
         default_model=defaults.model_label(org.default_model),
         model_titles=defaults.model_titles(),
         allowlist=allowlist,
