@@ -24,7 +24,8 @@ class OrganizationAdmin(admin.ModelAdmin):
     list_filter = ("suspended_at",)
     search_fields = ("name", "slug")
     exclude = ("webhook_secret", "previous_webhook_secret", "webhook_url")  # endpoints: the dashboard's Webhooks page
-    readonly_fields = ("webhook_signing_secret", "webhook_secret_rotated_at")
+    # Voice aliases are checked where they are set (the organization's Settings, its API), not here.
+    readonly_fields = ("webhook_signing_secret", "webhook_secret_rotated_at", "voice_aliases")
     actions = ["suspend", "unsuspend", "rotate_webhook_secret"]
 
     def has_delete_permission(self, request, obj=None) -> bool:

@@ -92,11 +92,9 @@ class AliasesForm(forms.Form):
         self.names = list(offer.default_spec().openai_voices)
         for name in self.names:
             alias = org.voice_aliases.get(name) if isinstance(org.voice_aliases, dict) else None
+            chosen = f"{alias.get('model')}:{alias.get('voice')}" if isinstance(alias, dict) else ""
             self.fields[name] = forms.ChoiceField(
-                required=False,
-                label=name,
-                choices=[("", "as built in")] + groups,
-                initial=f"{alias['model']}:{alias['voice']}" if alias else "",
+                required=False, label=name, choices=[("", "as built in")] + groups, initial=chosen
             )
 
     def aliases(self) -> dict:

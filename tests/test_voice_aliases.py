@@ -16,9 +16,10 @@ import pytest
 
 from accounts.models import AuditEvent, Organization
 from billing.models import Subscription, UsageEvent
-from synthesis.api import protocol
+from synthesis.api import aliases, protocol
 from synthesis.models import Job
 from tests.factories import own_plan
+from voices.catalog import with_aliases
 from voices.models import Voice
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -120,3 +121,18 @@ def test_the_websocket_protocol_applies_the_aliases(settings):
     assert not Organization.objects.filter(name="Unsaved").exists()  # applied without the database
     message = protocol.parse(json.dumps({"type": "synthesize", "text": "Hi.", "voice": "shimmer"}), organization=org)
     assert (message.speech["model"], message.speech["voice"]) == ("kokoro", "af_sky")
+
+
+def test_a_malformed_stored_alias_is_ignored_not_a_500(settings):
+    # Aliases are stored only through `check` (the API, the dashboard; the admin shows them read-only),
+    # but a row written otherwise must not break the requests and listings that read it.
+    settings.TTS_ENGINES = ["chattts", "kokoro"]
+    org = Organization.objects.create(
+        name="Odd",
+        voice_aliases={"alloy": "x", "nova": {"model": "kokoro"}, "echo": {"model": "kokoro", "voice": "af_sky"}},
+    )
+    for name in ("alloy", "nova"):
+        assert aliases.apply({"input": "x", "voice": name}, org) == {"input": "x", "voice": name}
+    assert aliases.apply({"input": "x", "voice": "echo"}, org) == {"input": "x", "voice": "af_sky", "model": "kokoro"}
+    listed = with_aliases([{"id": "alloy"}, {"id": "nova"}, {"id": "echo"}], org)
+    assert [("alias" in entry) for entry in listed] == [False, False, True]

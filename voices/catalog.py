@@ -81,7 +81,12 @@ def builtin_listing(spec: EngineSpec, allowed: tuple[str, ...] = ()) -> list[dic
 def with_aliases(entries: list[dict], organization, key: str = "id") -> list[dict]:
     """`entries` (a voice listing) with, on each of OpenAI's names the organization aliased, the
     voice it speaks with: {"model", "voice", "name"} (synthesis.api.aliases sets and applies them)."""
-    aliases = getattr(organization, "voice_aliases", None) or {}
+    stored = getattr(organization, "voice_aliases", None)
+    aliases = {
+        n: a
+        for n, a in (stored.items() if isinstance(stored, dict) else ())
+        if isinstance(a, dict) and isinstance(a.get("model"), str) and isinstance(a.get("voice"), str)
+    }
     if not aliases:
         return entries
     own = {v.id: v.name for v in scoped(Voice, organization).filter(pk__in=[a["voice"] for a in aliases.values()])}

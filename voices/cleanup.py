@@ -28,8 +28,10 @@ def _voice_deleted(sender, instance: Voice, **kwargs) -> None:
         # Its voice aliases too: OpenAI's name speaks as built in again (synthesis.api.aliases).
         with transaction.atomic():
             org = Organization.objects.select_for_update().filter(pk=instance.organization_id).first()
-            if org is not None and any(a.get("voice") == instance.id for a in org.voice_aliases.values()):
-                org.voice_aliases = {n: a for n, a in org.voice_aliases.items() if a.get("voice") != instance.id}
+            aliases = org.voice_aliases if org is not None and isinstance(org.voice_aliases, dict) else {}
+            kept = {n: a for n, a in aliases.items() if not (isinstance(a, dict) and a.get("voice") == instance.id)}
+            if org is not None and len(kept) < len(aliases):
+                org.voice_aliases = kept
                 org.save(update_fields=["voice_aliases"])
 
     transaction.on_commit(forget)

@@ -88,9 +88,9 @@ def _voice_name(data: dict) -> str | None:
 def apply(data: dict, org: Organization) -> dict:
     """`data` (a request body) with its voice's alias, if the organization set one (module docstring)."""
     name = _voice_name(data) if org.voice_aliases else None
-    alias = org.voice_aliases.get(name) if name else None
-    if not isinstance(alias, dict):
-        return data
+    alias = org.voice_aliases.get(name) if name and isinstance(org.voice_aliases, dict) else None
+    if not (isinstance(alias, dict) and isinstance(alias.get("model"), str) and isinstance(alias.get("voice"), str)):
+        return data  # none, or not one `check` stored
     model = data.get("model", "")
     if not isinstance(model, str):
         return data  # the serializer refuses it
