@@ -73,12 +73,17 @@ def test_aliases_are_checked_then_speak_through_the_openai_sdk_jobs_and_listings
         job = client.post("/jobs", json={"input": "An aliased job.", "voice": "nova"})
         assert job.status_code == 202 and Job.objects.get(pk=job.json()["id"]).model == "kokoro"
 
-        listed = {v["voice_id"]: v for v in client.get("/voices", params={"model": "kokoro"}).json()["data"]}
+        listed = {v["voice_id"]: v for v in client.get("/voices", params={"model": "tts-1"}).json()["data"]}
         assert listed["nova"]["alias"] == {"model": "kokoro", "voice": "af_bella", "name": "af_bella"}
         assert listed["alloy"]["alias"] == {"model": "chattts", "voice": mine.id, "name": "Narrator"}
+        kokoro = {v["voice_id"]: v for v in client.get("/voices", params={"model": "kokoro"}).json()["data"]}
+        assert "alias" in kokoro["nova"] and "alias" not in kokoro["alloy"]  # as a request naming kokoro speaks
         assert "alias" not in listed["echo"]
         audio_voices = {v["id"]: v for v in client.get("/audio/voices", params={"model": "chattts"}).json()["voices"]}
         assert audio_voices["alloy"]["alias"]["name"] == "Narrator"
+        assert "alias" not in audio_voices["nova"]  # a request naming chattts speaks its own nova
+        default = {v["voice_id"]: v for v in client.get("/voices").json()["data"]}  # no model: every alias
+        assert default["nova"]["alias"]["model"] == "kokoro" and default["alloy"]["alias"]["model"] == "chattts"
 
     with live_stack.client(outsider.key) as other:  # another organization: OpenAI's names as built in
         assert (

@@ -96,11 +96,11 @@ MODEL_PARAMETER = OpenApiParameter(
 )
 
 
-def listing(organization, spec: EngineSpec) -> list[dict]:
+def listing(organization, spec: EngineSpec, named: bool = False) -> list[dict]:
     """The model's built-in voices (those the plan allows, with a key) and the organization's own."""
     allowed = limits_for(organization).allowed_voices if organization is not None else ()
     voices = [{**v, "model": spec.name, "custom": False} for v in builtin_listing(spec, allowed)]
-    voices = with_aliases(voices, organization)
+    voices = with_aliases(voices, organization, model=spec.name if named else "")
     if organization is not None:
         voices += [
             {"id": v.id, "name": v.name, "description": v.description, "model": v.model, "language": "", "custom": True}
@@ -151,7 +151,8 @@ def listing(organization, spec: EngineSpec) -> list[dict]:
 def audio_voices(request) -> Response:
     org = getattr(request.user, "organization", None)  # anonymous: AnonymousUser
     if request.method == "GET":
-        return Response({"voices": listing(org, offer.spec_for(request.query_params.get("model", "")))})
+        asked = request.query_params.get("model", "")
+        return Response({"voices": listing(org, offer.spec_for(asked), bool(asked) and not offer.is_alias(asked))})
     if org is None:
         raise ApiError(401, "Creating a voice needs an API key.", "invalid_api_key")
     if request.content_type.startswith("multipart/form-data"):

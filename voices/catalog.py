@@ -78,14 +78,19 @@ def builtin_listing(spec: EngineSpec, allowed: tuple[str, ...] = ()) -> list[dic
     return voices
 
 
-def with_aliases(entries: list[dict], organization, key: str = "id") -> list[dict]:
+def with_aliases(entries: list[dict], organization, key: str = "id", model: str = "") -> list[dict]:
     """`entries` (a voice listing) with, on each of OpenAI's names the organization aliased, the
-    voice it speaks with: {"model", "voice", "name"} (synthesis.api.aliases sets and applies them)."""
+    voice it speaks with: {"model", "voice", "name"} (synthesis.api.aliases sets and applies them).
+    `model`: the engine the listing's request named explicitly, whose requests use only the aliases
+    to that engine; empty (no model, or OpenAI's names): every alias applies."""
     stored = getattr(organization, "voice_aliases", None)
     aliases = {
         n: a
         for n, a in (stored.items() if isinstance(stored, dict) else ())
-        if isinstance(a, dict) and isinstance(a.get("model"), str) and isinstance(a.get("voice"), str)
+        if isinstance(a, dict)
+        and isinstance(a.get("model"), str)
+        and isinstance(a.get("voice"), str)
+        and (not model or a["model"] == model)
     }
     if not aliases:
         return entries

@@ -164,5 +164,7 @@ def voices(request) -> Response:
         {"voice_id": v["id"], "name": v["name"], "description": v["description"], "language": v["language"]}
         for v in builtin_listing(spec)
     ]
-    data = with_aliases(data, getattr(request.user, "organization", None), "voice_id")
+    asked = request.query_params.get("model", "")
+    named = spec.name if asked and not offer.is_alias(asked) else ""  # its requests use only its aliases
+    data = with_aliases(data, getattr(request.user, "organization", None), "voice_id", named)
     return Response({"object": "list", "model": spec.name, "data": data})
