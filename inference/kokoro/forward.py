@@ -12,7 +12,7 @@ WINDOW_CONTEXT_FRAMES of the alignment on either side (decoded, discarded; the m
 frame 0), joined by CROSSFADE_SAMPLES crossfades. One utterance: its intonation and pauses are the
 sentence's own (cutting the text instead made two). The first window is all speech (0.6 s at speed
 1), not half silence; the windows grow (0.6 s, 1.2 s, the rest) so that each is made about when
-the audio before it has played (a player on a 2-core CPU waited 0.13-0.19 s once, not ~1.3 s).
+the audio before it has played (a player on a 2-core CPU waited 0.1-0.55 s once, not 1.2-1.4 s).
 
 Convolution alone would make the windows' audio the sentence's exactly (8 frames of context cover
 the generator's receptive field), but its 48 instance norms take their statistics over the time
