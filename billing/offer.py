@@ -79,6 +79,12 @@ def is_alias(model: str) -> bool:
     return dated["name"] in aliases()
 
 
+def names_engine(model: str) -> bool:
+    """Whether a request's `model` names an engine itself: not empty, not one of OpenAI's names
+    (which mean the organization's default model)."""
+    return bool(model) and not is_alias(model)
+
+
 def spec_for(model: str) -> EngineSpec:
     """The engine a request's `model` names; 404 `model_not_found` (as OpenAI answers) when this
     deployment does not serve it, naming those it does."""

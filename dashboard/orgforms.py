@@ -7,7 +7,8 @@ from django import forms
 
 from billing import offer
 from billing.limits import limits_for
-from voices.catalog import builtin_listing, own_voices
+from synthesis.api.aliases import openai_names
+from voices.catalog import builtin_listing, own_voices, stored_aliases
 from voices.models import Voice
 
 from .keyforms import networks_field
@@ -89,10 +90,10 @@ class AliasesForm(forms.Form):
             )
             for spec in specs
         ]
-        self.names = list(offer.default_spec().openai_voices)
+        self.names, stored = list(openai_names()), stored_aliases(org)
         for name in self.names:
-            alias = org.voice_aliases.get(name) if isinstance(org.voice_aliases, dict) else None
-            chosen = f"{alias.get('model')}:{alias.get('voice')}" if isinstance(alias, dict) else ""
+            alias = stored.get(name)
+            chosen = f"{alias['model']}:{alias['voice']}" if alias else ""
             self.fields[name] = forms.ChoiceField(
                 required=False, label=name, choices=[("", "as built in")] + groups, initial=chosen
             )

@@ -152,7 +152,7 @@ def audio_voices(request) -> Response:
     org = getattr(request.user, "organization", None)  # anonymous: AnonymousUser
     if request.method == "GET":
         asked = request.query_params.get("model", "")
-        return Response({"voices": listing(org, offer.spec_for(asked), bool(asked) and not offer.is_alias(asked))})
+        return Response({"voices": listing(org, offer.spec_for(asked), offer.names_engine(asked))})
     if org is None:
         raise ApiError(401, "Creating a voice needs an API key.", "invalid_api_key")
     if request.content_type.startswith("multipart/form-data"):

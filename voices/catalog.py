@@ -78,20 +78,23 @@ def builtin_listing(spec: EngineSpec, allowed: tuple[str, ...] = ()) -> list[dic
     return voices
 
 
+def stored_aliases(organization) -> dict[str, dict]:
+    """The organization's voice aliases as `synthesis.api.aliases.check` stores them, {name: {"model",
+    "voice"}}; an entry of another shape (a row written otherwise) is left out, never a 500."""
+    stored = getattr(organization, "voice_aliases", None)
+    return {
+        n: a
+        for n, a in (stored.items() if isinstance(stored, dict) else ())
+        if isinstance(a, dict) and isinstance(a.get("model"), str) and isinstance(a.get("voice"), str)
+    }
+
+
 def with_aliases(entries: list[dict], organization, key: str = "id", model: str = "") -> list[dict]:
     """`entries` (a voice listing) with, on each of OpenAI's names the organization aliased, the
     voice it speaks with: {"model", "voice", "name"} (synthesis.api.aliases sets and applies them).
     `model`: the engine the listing's request named explicitly, whose requests use only the aliases
     to that engine; empty (no model, or OpenAI's names): every alias applies."""
-    stored = getattr(organization, "voice_aliases", None)
-    aliases = {
-        n: a
-        for n, a in (stored.items() if isinstance(stored, dict) else ())
-        if isinstance(a, dict)
-        and isinstance(a.get("model"), str)
-        and isinstance(a.get("voice"), str)
-        and (not model or a["model"] == model)
-    }
+    aliases = {n: a for n, a in stored_aliases(organization).items() if not model or a["model"] == model}
     if not aliases:
         return entries
     own = {v.id: v.name for v in scoped(Voice, organization).filter(pk__in=[a["voice"] for a in aliases.values()])}

@@ -1,6 +1,6 @@
-"""The organization's own settings: its name, its default model and voice, its voice aliases, how long job audio is
-kept and its data retention, the IP allowlist of its API calls, leaving it, and closing it (its
-owner, confirmed by typing its name, saying what happens to data and billing)."""
+"""The organization's own settings: its name, its default model and voice, its voice aliases, how
+long job audio is kept and its data retention, the IP allowlist of its API calls, leaving it, and
+closing it (its owner, confirmed by typing its name, saying what happens to data and billing)."""
 
 from __future__ import annotations
 

@@ -9,10 +9,10 @@ through `defaults.with_defaults`): a body whose `voice` is an aliased name speak
 with the alias's model, where it names no model, one of OpenAI's model names (`tts-1`), or the
 alias's model itself. A body that names another model explicitly keeps that model's built-in voice
 of the name (it asked for that model). An alias is checked when set; one that stopped being usable
-later refuses the requests
-that rely on it: a model no longer served with 409 `invalid_organization_setting` naming the alias;
-one no longer in the plan with the plan's 403, as any request; a deleted voice takes its aliases with
-it (`voices.cleanup`), so the name speaks as built in again.
+later refuses the requests that rely on it: a model no longer served with 409
+`invalid_organization_setting` naming the alias; one no longer in the plan with the plan's 403, as any
+request; a deleted voice takes its aliases with it (`voices.cleanup`), so the name speaks as built in
+again.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from billing import offer
 from billing.limits import limits_for
 from tts_saas.errors import ApiError, error_responses
 from tts_saas.serializers import StrictSerializer
-from voices.catalog import resolve_voice
+from voices.catalog import resolve_voice, stored_aliases
 
 ADMIN_ONLY = {
     403: "The key lacks the organization scope, a model is not in the plan, or the organization is suspended."
@@ -88,23 +88,21 @@ def _voice_name(data: dict) -> str | None:
 def apply(data: dict, org: Organization) -> dict:
     """`data` (a request body) with its voice's alias, if the organization set one (module docstring)."""
     name = _voice_name(data) if org.voice_aliases else None
-    alias = org.voice_aliases.get(name) if name and isinstance(org.voice_aliases, dict) else None
-    if not (isinstance(alias, dict) and isinstance(alias.get("model"), str) and isinstance(alias.get("voice"), str)):
-        return data  # none, or not one `check` stored
+    alias = stored_aliases(org).get(name) if name else None
     model = data.get("model", "")
-    if not isinstance(model, str):
-        return data  # the serializer refuses it
-    if model and not offer.is_alias(model):
+    if alias is None or not isinstance(model, str):  # no alias; a model the serializer refuses
+        return data
+    if offer.names_engine(model):
         named = offer.find(model)
-        if named is None or named.name != alias.get("model"):
+        if named is None or named.name != alias["model"]:
             return data  # another model, named explicitly: its own voice of that name
     # No database here (the speech view validates in its event loop): the voice and the plan are
     # checked after, as for any request's voice; a deleted voice takes its aliases with it (cleanup).
-    spec = offer.find(str(alias.get("model", "")))
+    spec = offer.find(alias["model"])
     if spec is None:
         raise ApiError(
             409,
-            f"Your organization's voice alias '{name}' speaks with the model '{alias.get('model')}', which is not "
+            f"Your organization's voice alias '{name}' speaks with the model '{alias['model']}', which is not "
             "served here: an owner or admin must set it again (dashboard: Settings, or PUT "
             "/v1/organization/voice_aliases). Meanwhile, name another voice.",
             "invalid_organization_setting",

@@ -61,7 +61,7 @@ def _not_served(org_id: int | None, model: str) -> None:
 def model_for(model: str, org: Organization) -> str:
     """The model a request means: as named, or the organization's default (else the deployment's)
     where it names none or one of OpenAI's names."""
-    return default_model(org) if model == "" or offer.is_alias(model) else model
+    return model if offer.names_engine(model) else default_model(org)
 
 
 def _check_default_voice(org: Organization, spec: EngineSpec) -> None:

@@ -165,6 +165,6 @@ def voices(request) -> Response:
         for v in builtin_listing(spec)
     ]
     asked = request.query_params.get("model", "")
-    named = spec.name if asked and not offer.is_alias(asked) else ""  # its requests use only its aliases
+    named = spec.name if offer.names_engine(asked) else ""  # its requests use only its aliases
     data = with_aliases(data, getattr(request.user, "organization", None), "voice_id", named)
     return Response({"object": "list", "model": spec.name, "data": data})
