@@ -259,9 +259,11 @@ def onset(start: float, runs: list[tuple[float, float]]) -> float:
     return next((b for a, b in runs if a <= start < b), start)
 
 
-def start_differences(captions: list[dict], heard: list, runs: list[tuple[float, float]]) -> list[tuple[float, float]]:
+def start_differences(
+    captions: list[dict], heard: list, runs: list[tuple[float, float]]
+) -> list[tuple[float, float, str]]:
     """Each caption word's start minus Whisper's for the same word (matched by normalised text, in
-    order): (against Whisper's start as it gives it, against its start moved out of a silence)."""
+    order): (against Whisper's start as it gives it, against its start moved out of a silence, the word)."""
     ours = [w for w in captions if key(w["text"])]
     theirs = [w for w in heard if key(w.text)]
     matcher = SequenceMatcher(None, [key(w["text"]) for w in ours], [key(w.text) for w in theirs], autojunk=False)
@@ -269,7 +271,7 @@ def start_differences(captions: list[dict], heard: list, runs: list[tuple[float,
     for block in matcher.get_matching_blocks():
         for k in range(block.size):
             start, whisper = ours[block.a + k]["start"], float(theirs[block.b + k].start)
-            out.append((start - whisper, start - onset(whisper, runs)))
+            out.append((start - whisper, start - onset(whisper, runs), ours[block.a + k]["text"]))
     return out
 
 
@@ -581,7 +583,7 @@ class Heard:
     plain: int
     gap: float  # the longest silence inside a sentence
     gap_words: str  # the words either side of it, as Whisper heard them
-    starts: list[tuple[float, float]]  # caption word start minus Whisper's: as given, moved out of silence
+    starts: list[tuple[float, float, str]]  # caption word start minus Whisper's: as given, moved out of silence
     marks: list[float] = field(default_factory=list)
     breaks: list[tuple[float, float, float]] = field(default_factory=list)
 
@@ -648,8 +650,8 @@ def row(path: str, name: str, results: list[Heard], wall: float) -> dict:
     loops = sum(len(r.hypothesis.split()) > 3 * r.words + 10 for r in results)
     capped = sum(min(r.errors, r.words) for r in results)
     gaps = [r.gap for r in results if r.take.item.set != "ssml"]
-    starts = [abs(d) for r in results for _, d in r.starts]
-    raw = [abs(d) for r in results for d, _ in r.starts]
+    starts = [abs(d) for r in results for _, d, _ in r.starts]
+    raw = [abs(d) for r in results for d, _, _ in r.starts]
     caches = sorted({str(r.take.cache) for r in results if r.take.cache is not None})
     audio = sum(len(r.take.audio) / r.take.rate for r in results)
     return {
@@ -669,7 +671,7 @@ def row(path: str, name: str, results: list[Heard], wall: float) -> dict:
         "start_p95": 1000 * pct(starts, 95),
         "raw_p50": 1000 * pct(raw, 50),
         "raw_p95": 1000 * pct(raw, 95),
-        "bias": 1000 * statistics.median([d for r in results for _, d in r.starts]) if starts else float("nan"),
+        "bias": 1000 * statistics.median([d for r in results for _, d, _ in r.starts]) if starts else float("nan"),
         "cache": ",".join(f"{c} {sum(str(r.take.cache) == c for r in results)}" for c in caches) or "-",
         "audio": audio,
         "wall": wall,

@@ -21,6 +21,17 @@ them (`after`), on English text only.
   the G2P, which spelled "e.g." as letters. A monarch's or pope's numeral is an ordinal ("Queen
   Elizabeth II": "Queen Elizabeth the second"), after a title and a name, or after a regnal name
   for numerals from II (so "World War II" stays the grammars' "World War two").
+- Phone numbers are read digit by digit in their groups ("555-0100": "five five five, zero one zero
+  zero"; "+44 20 7946 0958"): the grammars read "555-0100" as "five hundred fifty five negative oh one
+  hundred" and an international number as cardinals. A local number is three digits (the first 2-9,
+  as exchanges are) and four, so "pages 100-1000" stays a range.
+- A range of years ("1990-2000") is "nineteen ninety to two thousand"; the grammars read both as
+  cardinals ("one thousand nine hundred ninety to two thousand").
+- "hr", "hrs", "min(s)" and "sec(s)" after a number are hours, minutes, seconds (the grammars left
+  "hrs" to the G2P, which said "ten H R S").
+- A date written day first with a year ("5 May 2019") is "the fifth of May, twenty nineteen"; the
+  grammars read "five May" (they do read "21 March": "May" alone is also a verb, so without a year it
+  is a date only after "on", "from", "until", "by", "since", "before" or "after").
 """
 
 from __future__ import annotations
@@ -30,7 +41,7 @@ import re
 
 from num2words import num2words
 
-VERSION = "en/3"  # part of the model version (normalizer_version): change it when a rule changes
+VERSION = "en/4"  # part of the model version (normalizer_version): change it when a rule changes
 
 _NAME = r"(?:[A-Z][a-z]+|\d+(?:st|nd|rd|th))"
 _STREET = re.compile(rf"\b({_NAME}) St\.")
@@ -76,6 +87,14 @@ _REGNAL_NAMES = (
 _TITLED = re.compile(rf"\b({_TITLE} [A-Z][a-z]+(?: [A-Z][a-z]+)?) {_ROMAN}\b")
 _NAMED = re.compile(rf"\b({_REGNAL_NAMES}) {_ROMAN}\b")
 _ROMAN_VALUES = {"I": 1, "V": 5, "X": 10}
+_DIGITS = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine")
+_LOCAL_PHONE = re.compile(r"(?<![\w.,/+-])(?:1-)?(?:\d{3}-|\(\d{3}\) ?)?[2-9]\d{2}-\d{4}(?![\w-]|[.,]\d)")
+_INTERNATIONAL_PHONE = re.compile(r"(?<![\w+])\+\d{1,3}(?:[ .-]?\(\d{1,4}\)\d{0,4}|[ .-]\d{1,4}){2,6}(?![\w-]|[.,]\d)")
+_YEARS = re.compile(r"(?<![\w.,/-])((?:1[1-9]|20)\d\d)\s?[-–]\s?((?:1[1-9]|20)\d\d)(?![\w-]|[.,]\d)")
+_TIME_UNITS = {"hr": ("hour", "hours"), "min": ("minute", "minutes"), "sec": ("second", "seconds")}
+_TIME_UNIT = re.compile(r"\b(\d+(?:\.\d+)?)\s?(hr|min|sec)(s?)\b(\.(?=\s+[a-z]))?")
+_DAY_FIRST = re.compile(rf"\b(\d{{1,2}})(?:st|nd|rd|th)? {_MONTH}(?:,? (\d{{4}})\b)?(?!\w)")
+_DATE_WORDS = re.compile(r"\b(?:on|from|until|since|after|by|before) $", re.I)
 
 
 def _roman(numeral: str) -> int:
@@ -120,6 +139,31 @@ def _numeric_date(m: re.Match) -> str:
     return m.group(0)
 
 
+def _phone(m: re.Match) -> str:
+    groups = re.findall(r"\d+", m.group(0))
+    spoken = ", ".join(" ".join(_DIGITS[int(d)] for d in group) for group in groups)
+    return f"plus {spoken}" if m.group(0).startswith("+") else spoken
+
+
+def _years(m: re.Match) -> str:
+    first, last = int(m.group(1)), int(m.group(2))
+    return f"{_year(first)} to {_year(last)}" if first < last else m.group(0)
+
+
+def _time_unit(m: re.Match) -> str:
+    one, many = _TIME_UNITS[m.group(2)]
+    return f"{m.group(1)} {one if m.group(1) == '1' else many}"
+
+
+def _day_first(m: re.Match) -> str:
+    day, month, year = int(m.group(1)), m.group(2).rstrip("."), m.group(3)
+    said_as_date = year or _DATE_WORDS.search(m.string, 0, m.start())
+    if not 1 <= day <= 31 or not said_as_date:
+        return m.group(0)
+    spoken = f"the {num2words(day, lang='en', to='ordinal')} of {_ABBREVIATED.get(month, month)}"
+    return f"{spoken}, {_year(int(year))}" if year else spoken
+
+
 def _grouped(m: re.Match) -> str:
     digits = m.group(0).replace(",", "")
     if _UNIT_AFTER.match(m.string, m.end()):
@@ -157,6 +201,11 @@ def before(text: str) -> str:
     text = _STREET.sub(r"\1 Street", text)
     text = _DRIVE.sub(r"\1 Drive", text)
     text = _MONEY.sub(_money, text)
+    text = _INTERNATIONAL_PHONE.sub(_phone, text)
+    text = _LOCAL_PHONE.sub(_phone, text)
+    text = _YEARS.sub(_years, text)
+    text = _TIME_UNIT.sub(_time_unit, text)
+    text = _DAY_FIRST.sub(_day_first, text)
     text = _DATE.sub(_date, text)
     text = _NUMERIC_DATE.sub(_numeric_date, text)
     text = _TEMPERATURE.sub(_temperature, text)

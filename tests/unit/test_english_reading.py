@@ -52,6 +52,19 @@ from inference.text.preparation import normalize, split_sentences
         ),
         ("World War II ended in 1945.", "World War two ended in nineteen forty five."),
         ("Louis I think so.", "Louis I think so."),
+        # Phone numbers digit by digit in their groups; a range of pages stays a range.
+        ("Call us at 555-0100 for help.", "Call us at five five five, zero one zero zero for help."),
+        ("Call 1-800-555-0199 today.", "Call one, eight zero zero, five five five, zero one nine nine today."),
+        ("Her number is (212) 555-7890.", "Her number is two one two, five five five, seven eight nine zero."),
+        ("Dial +44 20 7946 0958.", "Dial plus four four, two zero, seven nine four six, zero nine five eight."),
+        ("Read pages 100-1000.", "Read pages one hundred to one thousand."),
+        # Ranges of years, hours and minutes, dates written day first.
+        ("The years 1990-2000 were good.", "The years nineteen ninety to two thousand were good."),
+        ("It lasts 10 hrs on a charge.", "It lasts ten hours on a charge."),
+        ("Wait 1 hr, then 30 secs.", "Wait one hour, then thirty seconds."),
+        ("We moved here on 5 May 2019.", "We moved here on the fifth of May, twenty nineteen."),
+        ("Open until 5 May.", "Open until the fifth of May."),
+        ("I saw 5 May flowers.", "I saw five May flowers."),
     ],
 )
 def test_what_the_grammars_misread_is_read_as_people_say_it(text, read):
