@@ -36,6 +36,10 @@ rewrites applied to reference and hypothesis alike (`canonical`: normaliser arte
 → "9 30 a m" against "9.30am" → "9.30 am"); an item with two references is scored against the one it is
 nearer. "plain" is the normaliser alone against the spoken reference. The cache stays out of it: the
 workers keep no entry (TTS_CACHE_MAX_ENTRY_BYTES=1), and every REST answer's x-cache is counted.
+Timings: each caption word's start against Whisper's start of the same word (moved out of a silence it
+falls in). Where they differ by more than 150 ms, the cut test (`cut_test`) asks whose start is right:
+the audio is cut at each start and Whisper hears what follows; the start after which the word is heard
+first is right. Whisper's own stamps drift over a "word" it writes for several spoken ones ("$50,000").
 Prints tables; asserts nothing.
 """
 
@@ -259,20 +263,52 @@ def onset(start: float, runs: list[tuple[float, float]]) -> float:
     return next((b for a, b in runs if a <= start < b), start)
 
 
-def start_differences(
-    captions: list[dict], heard: list, runs: list[tuple[float, float]]
-) -> list[tuple[float, float, str]]:
-    """Each caption word's start minus Whisper's for the same word (matched by normalised text, in
-    order): (against Whisper's start as it gives it, against its start moved out of a silence, the word)."""
-    ours = [w for w in captions if key(w["text"])]
+@dataclass
+class Timed:
+    """A caption word matched to the word Whisper heard (by normalised text, in order)."""
+
+    raw: float  # our start minus Whisper's, as Whisper gives it
+    off: float  # the same against Whisper's start moved out of a silence (the figures)
+    word: str
+    index: int  # in the captions
+    whisper: float  # Whisper's start, moved out of a silence
+    verdict: str = ""  # for an outlier, whose start the cut test found right: "ours", "whisper" or "neither"
+
+
+def start_differences(captions: list[dict], heard: list, runs: list[tuple[float, float]]) -> list[Timed]:
+    """Each caption word's start against Whisper's for the same word."""
+    ours = [(i, w) for i, w in enumerate(captions) if key(w["text"])]
     theirs = [w for w in heard if key(w.text)]
-    matcher = SequenceMatcher(None, [key(w["text"]) for w in ours], [key(w.text) for w in theirs], autojunk=False)
+    matcher = SequenceMatcher(None, [key(w["text"]) for _, w in ours], [key(w.text) for w in theirs], autojunk=False)
     out = []
     for block in matcher.get_matching_blocks():
         for k in range(block.size):
-            start, whisper = ours[block.a + k]["start"], float(theirs[block.b + k].start)
-            out.append((start - whisper, start - onset(whisper, runs), ours[block.a + k]["text"]))
+            index, word = ours[block.a + k]
+            whisper = float(theirs[block.b + k].start)
+            moved = onset(whisper, runs)
+            out.append(Timed(word["start"] - whisper, word["start"] - moved, word["text"], index, moved))
     return out
+
+
+OUTLIER = 0.15  # seconds: the p95 target; words further from Whisper's start get the cut test
+
+
+def cut_test(audio: np.ndarray, rate: int, captions: list[dict], timed: list[Timed], size: str) -> None:
+    """Whose start is right where ours and Whisper's differ by more than OUTLIER: the audio is cut at
+    each of the two starts and Whisper hears what follows; a start is right when the first word heard
+    after it is the word (and what the captions say comes next, compared as `canonical` reads both, so
+    "sixty five thousand dollars" meets "$65,000"). Whisper's word timestamps come from its attention,
+    and drift over a "word" it writes for several spoken ones ("$50,000" for "fifty thousand dollars")."""
+    for t in timed:
+        if abs(t.off) <= OUTLIER:
+            continue
+        said = canonical(" ".join(w["text"] for w in captions[t.index :])).split()
+        right = []
+        for at in (captions[t.index]["start"], t.whisper):
+            rest = audio[int(max(0.0, at) * rate) :]
+            heard = canonical(listening.hear(rest, rate, size).text).split()
+            right.append(bool(said and heard and heard[0] == said[0]))
+        t.verdict = {(True, False): "ours", (False, True): "whisper"}.get(tuple(right), "neither")
 
 
 def strip_tags(ssml: str) -> str:
@@ -583,7 +619,7 @@ class Heard:
     plain: int
     gap: float  # the longest silence inside a sentence
     gap_words: str  # the words either side of it, as Whisper heard them
-    starts: list[tuple[float, float, str]]  # caption word start minus Whisper's: as given, moved out of silence
+    starts: list[Timed]
     marks: list[float] = field(default_factory=list)
     breaks: list[tuple[float, float, float]] = field(default_factory=list)
 
@@ -632,6 +668,7 @@ def hear_clip(take: Take, audio: np.ndarray, refs, segments, size: str) -> Heard
     result = Heard(take, heard.text, errs, words, plain, gap, around(list(heard.words), at) if gap else "", [])
     runs = silences(audio, take.rate)
     result.starts = start_differences(captions, list(heard.words), runs) if captions else []
+    cut_test(audio, take.rate, captions, result.starts, size)
     if take.item.set == "ssml":
         result.marks = marks(take.item, take, list(heard.words))
         result.breaks = breaks(take.item, take)
@@ -650,8 +687,11 @@ def row(path: str, name: str, results: list[Heard], wall: float) -> dict:
     loops = sum(len(r.hypothesis.split()) > 3 * r.words + 10 for r in results)
     capped = sum(min(r.errors, r.words) for r in results)
     gaps = [r.gap for r in results if r.take.item.set != "ssml"]
-    starts = [abs(d) for r in results for _, d, _ in r.starts]
-    raw = [abs(d) for r in results for d, _, _ in r.starts]
+    starts = [abs(t.off) for r in results for t in r.starts]
+    raw = [abs(t.raw) for r in results for t in r.starts]
+    # Where the cut test found Whisper's start wrong and ours right, Whisper is no reference for that word.
+    judged = [abs(t.off) for r in results for t in r.starts if t.verdict != "ours"]
+    verdicts = [t.verdict for r in results for t in r.starts if t.verdict]
     caches = sorted({str(r.take.cache) for r in results if r.take.cache is not None})
     audio = sum(len(r.take.audio) / r.take.rate for r in results)
     return {
@@ -671,7 +711,11 @@ def row(path: str, name: str, results: list[Heard], wall: float) -> dict:
         "start_p95": 1000 * pct(starts, 95),
         "raw_p50": 1000 * pct(raw, 50),
         "raw_p95": 1000 * pct(raw, 95),
-        "bias": 1000 * statistics.median([d for r in results for _, d, _ in r.starts]) if starts else float("nan"),
+        "bias": 1000 * statistics.median([t.off for r in results for t in r.starts]) if starts else float("nan"),
+        "outliers": len(verdicts),
+        "ours_right": verdicts.count("ours"),
+        "whisper_right": verdicts.count("whisper"),
+        "judged_p95": 1000 * pct(judged, 95),
         "cache": ",".join(f"{c} {sum(str(r.take.cache) == c for r in results)}" for c in caches) or "-",
         "audio": audio,
         "wall": wall,
@@ -680,21 +724,23 @@ def row(path: str, name: str, results: list[Heard], wall: float) -> dict:
 
 def table(rows: list[dict]) -> None:
     print("\n| path | set | items | words | WER | WER, normaliser alone | gap p50 / p95 / max (s) | timed words | "
-          "start error p50 / p95 (ms) | bias (ms) | against Whisper's own starts (ms) | x-cache | audio (s) | "
-          "wall (s) |")  # fmt: skip
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+          "start error p50 / p95 (ms) | bias (ms) | against Whisper's own starts (ms) | starts > 150 ms off: "
+          "ours right / Whisper's / neither; p95 without Whisper's wrong (ms) | x-cache | audio (s) | wall (s) |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         timing = f"{r['start_p50']:.0f} / {r['start_p95']:.0f}" if r["timed"] else "-"
         raw = f"{r['raw_p50']:.0f} / {r['raw_p95']:.0f}" if r["timed"] else "-"
         gaps = "-" if np.isnan(r["gap_max"]) else f"{r['gap_p50']:.2f} / {r['gap_p95']:.2f} / {r['gap_max']:.2f}"
         bias = f"{r['bias']:+.0f}" if r["timed"] else "-"
+        neither = r["outliers"] - r["ours_right"] - r["whisper_right"]
+        cut = f"{r['ours_right']} / {r['whisper_right']} / {neither}; {r['judged_p95']:.0f}" if r["timed"] else "-"
         wer = f"{r['wer']:.1f} %"
         if r["loops"]:
             wer += f" ({r['capped']:.1f} % capped; Whisper looped on {r['loops']})"
         print(
             f"| {r['path']} | {r['set']} | {r['items']} | {r['words']} | {wer} | {r['plain']:.1f} % | "
             f"{gaps} | {r['timed'] or '-'} | {timing} | "
-            f"{bias} | {raw} | {r['cache']} | {r['audio']:.0f} | {r['wall']:.0f} |"
+            f"{bias} | {raw} | {cut} | {r['cache']} | {r['audio']:.0f} | {r['wall']:.0f} |"
         )
 
 
@@ -725,7 +771,8 @@ def record(path: str, name: str, r: Heard) -> dict:
     return {
         **{"path": path, "set": name, "text": item.text[:300], "reference": item.refs[-1][:300]},
         **{"heard": r.hypothesis, "errors": r.errors, "words": r.words, "plain": r.plain, "read": take.note},
-        **{"gap": r.gap, "gap_words": r.gap_words, "starts": r.starts, "marks": r.marks, "breaks": r.breaks},
+        **{"gap": r.gap, "gap_words": r.gap_words, "marks": r.marks, "breaks": r.breaks},
+        "starts": [(t.raw, t.off, t.word, t.verdict) for t in r.starts],
         "cache": take.cache,
     }
 

@@ -8,11 +8,17 @@ misaki knows from the word before them: after a subject pronoun, "to", a modal o
 after a determiner or a possessive a noun; "read" and "wound" after a form of "have" or "be" a past
 participle. Anything else keeps misaki's default. Measured in tests/unit/test_kokoro_heteronyms.py
 (what is read) and by ear with bench/intelligibility.py.
+
+Function words misaki also reads by their tag: the article "a" is /ɐ/ only when tagged a determiner,
+else the letter's name, stressed (/ˈA/, "ay"): untagged, every "a" was said "ay" ("on ay full charge",
+heard "on A4 charge"). It is the article where a word follows it, lowercase anywhere, capital at a
+sentence's start ("Plan A is", "vitamin A" stay letters). "in" before a word is a preposition, said
+without stress (untagged, every "in" was stressed).
 """
 
 from __future__ import annotations
 
-VERSION = "heteronyms-1"  # part of the model version (g2p.versions): change it with a rule
+VERSION = "heteronyms-2"  # part of the model version (g2p.versions): change it with a rule
 
 VERB_BEFORE = frozenset(
     "i you we they he she it who to will would can could should shall must may might not never "
@@ -30,9 +36,10 @@ HETERONYMS = BY_VERB | BY_TENSE
 
 
 def tag(mtokens) -> None:
-    """Give the heteronyms among misaki's tokens a tag from the word before them (in place)."""
-    previous = ""
-    for tk in mtokens:
+    """Give the heteronyms and the function words among misaki's tokens a tag from the words around
+    them (in place)."""
+    previous = ""  # the word before, lowercase ("" at a sentence's start)
+    for i, tk in enumerate(mtokens):
         word = tk.text.lower()
         if not tk.tag and word in HETERONYMS:
             if word in BY_TENSE and previous in PARTICIPLE_BEFORE:
@@ -41,5 +48,20 @@ def tag(mtokens) -> None:
                 tk.tag = "VBZ" if word.endswith("s") and previous not in ("i", "you", "we", "they") else "VB"
             elif word in BY_VERB and previous in NOUN_BEFORE:
                 tk.tag = "NNS" if word.endswith("s") else "NN"
+        elif not tk.tag and word in ("a", "in") and _word_follows(mtokens, i):
+            if tk.text == "a" or (tk.text == "A" and not previous):
+                tk.tag = "DT"
+            elif word == "in":
+                tk.tag = "IN"
         if any(c.isalnum() for c in tk.text):
             previous = word
+        elif tk.text in SENTENCE_ENDS:
+            previous = ""
+
+
+SENTENCE_ENDS = frozenset(".!?")
+
+
+def _word_follows(mtokens, i: int) -> bool:
+    """Whether the token after `i` is a word (not punctuation, not the end)."""
+    return i + 1 < len(mtokens) and any(c.isalpha() for c in mtokens[i + 1].text)

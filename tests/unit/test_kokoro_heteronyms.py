@@ -34,6 +34,21 @@ def test_a_heteronym_is_read_by_the_word_before_it(text, reading):
     assert reading in phonemes(text).split()
 
 
+@pytest.mark.parametrize(
+    ("text", "word", "reading"),
+    [
+        ("I have a cat.", "a", "ɐ"),  # the article, not the letter's name "ay"
+        ("A coffee at the station.", "A", "ɐ"),
+        ("Plan A is good.", "A", "ˈA"),  # a letter
+        ("Grade A students.", "A", "ˈA"),
+        ("We live in Paris.", "in", "ɪn"),  # a preposition, unstressed
+        ("Come in.", "in", "ˈɪn"),
+    ],
+)
+def test_the_article_and_a_preposition_are_read_as_function_words(text, word, reading):
+    assert [t.phonemes for t in g2p.phonemize(text, "en-us", "") if t.text == word] == [reading]
+
+
 def test_the_rules_are_part_of_the_model_version():
     assert g2p.english_pipeline() == "blank"  # what this suite runs: en_core_web_sm is not on PyPI
     assert f"spacy-blank-{heteronyms.VERSION}" in g2p.versions()
