@@ -725,7 +725,8 @@ def row(path: str, name: str, results: list[Heard], wall: float) -> dict:
 def table(rows: list[dict]) -> None:
     print("\n| path | set | items | words | WER | WER, normaliser alone | gap p50 / p95 / max (s) | timed words | "
           "start error p50 / p95 (ms) | bias (ms) | against Whisper's own starts (ms) | starts > 150 ms off: "
-          "ours right / Whisper's / neither; p95 without Whisper's wrong (ms) | x-cache | audio (s) | wall (s) |")  # fmt: skip
+          "ours right / Whisper's / neither; p95 without Whisper's wrong (ms) | x-cache | audio (s) | "
+          "wall (s) |")  # fmt: skip
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         timing = f"{r['start_p50']:.0f} / {r['start_p95']:.0f}" if r["timed"] else "-"
