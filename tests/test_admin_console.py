@@ -476,3 +476,11 @@ def test_the_console_deletes_no_organization_and_close_org_closes_one_as_its_own
     key.refresh_from_db()
     assert org.suspended_at is not None and key.revoked_at is not None
     assert UsageEvent.objects.filter(organization=org).count() == 1  # the ledger stays with the operator
+
+
+def test_the_consoles_index_names_models_as_english_does(admin_client):
+    index = admin_client.get("/admin/").content.decode()
+    assert ">API keys<" in index and ">Webhook deliveries<" in index  # were "Api keys", "Webhook deliverys"
+    assert "deliverys" not in index and "Api keys" not in index
+    icon = admin_client.get("/favicon.ico")  # what the admin's pages (which name no icon) make a browser ask for
+    assert icon.status_code == 200 and icon["Content-Type"] == "image/svg+xml" and b"<svg" in icon.content

@@ -60,6 +60,8 @@ def test_an_e_mail_address_signs_in_in_any_case_existing_accounts_included(clien
     signup(client, email="Dana.Dev@Example.com")  # what a password manager saves is what was typed
     assert ">E-mail</label>" in client.get("/accounts/password_reset/").content.decode()  # before: "Email"
     client.logout()
+    form = client.get("/accounts/login/").content.decode()  # a phone shows its e-mail keyboard (was type=text)
+    assert re.search(r'<input type="email" name="username"[^>]*autocomplete="email"', form), form
     for typed in ("Dana.Dev@Example.com", "dana.dev@example.com", " DANA.DEV@EXAMPLE.COM"):
         response = client.post("/accounts/login/", {"username": typed, "password": "correct horse battery"})
         assert response.status_code == 302, typed  # signed in: sent on to the dashboard
@@ -110,6 +112,14 @@ def test_dashboard_errors_are_pages_with_navigation_and_the_api_keeps_json(clien
     assert b'href="/dashboard/keys"' in mine.content  # the navigation is there
     api = client.get("/v1/nope")
     assert api.status_code == 404 and api.json()["error"]["code"] == "not_found"
+    # Elsewhere a browser (Accept: text/html) gets the page, an API client the JSON error.
+    browser = client.get("/this-does-not-exist", HTTP_ACCEPT="text/html,application/xhtml+xml,*/*;q=0.8")
+    assert browser.status_code == 404 and browser["Content-Type"].startswith("text/html")
+    assert b"There is no page at /this-does-not-exist." in browser.content
+    script = client.get("/this-does-not-exist", HTTP_ACCEPT="application/json")
+    assert script.status_code == 404 and script.json()["error"]["code"] == "not_found"
+    from_a_browser = client.get("/v1/nope", HTTP_ACCEPT="text/html")
+    assert from_a_browser.json()["error"]["code"] == "not_found"  # the API answers JSON whoever asks
 
 
 def test_pages_have_landmarks_a_skip_link_and_the_operators_product_name(client, settings):

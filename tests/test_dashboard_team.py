@@ -648,11 +648,14 @@ def test_organization_settings_rename_leave_and_close(client):
     renamed = client.post("/dashboard/organization", {"action": "rename", "name": "Difference Engines"}, follow=True)
     assert "The organization is now named Difference Engines." in messages_of(renamed)
     assert "audio of asynchronous jobs is kept" in text(client.get("/dashboard/organization"))
-    refused = client.post("/dashboard/organization", {"action": "leave"}, follow=True)
+    settings_page = client.get("/dashboard/organization").content.decode()  # leaving is not offered to the only owner
+    assert 'value="leave"' not in settings_page and "You are its only owner, so you cannot leave it" in settings_page
+    refused = client.post("/dashboard/organization", {"action": "leave"}, follow=True)  # posted anyway: refused
     assert "You are the last owner of Difference Engines" in messages_of(refused)
     bob = add_member(org, "bob@example.com")
     bob_client = Client()
     bob_client.force_login(bob.user)
+    assert 'value="leave"' in bob_client.get("/dashboard/organization").content.decode()
     assert (
         bob_client.post(
             "/dashboard/organization", {"action": "close", "confirm_name": "Difference Engines"}

@@ -8,14 +8,11 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-from pathlib import Path
 
 import httpx
 import pytest
 import websockets
 
-from inference.checkpoints import MANIFEST
 from tests import listening, stack
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -29,12 +26,7 @@ SOCKET_TEXT = "The quick brown fox jumps over the lazy dog."
 
 @pytest.fixture(scope="module")
 def real_stack(django_db_setup, django_db_blocker, tmp_path_factory) -> str:
-    directory = os.environ.get("TTS_TEST_KOKORO_REAL_CHECKPOINT", "")
-    if not directory or not (Path(directory) / MANIFEST).is_file():
-        pytest.fail("TTS_TEST_KOKORO_REAL_CHECKPOINT names no converted checkpoint: run the tests with ./scripts/test")
-    logs = tmp_path_factory.mktemp("real")
-    kokoro = {"TTS_ENGINES": "kokoro", "TTS_KOKORO_MODEL_DIR": directory}
-    with stack.web_and_worker(logs, 10, "real", queue="tts-kokoro", engine="kokoro", **kokoro) as (base, _):
+    with stack.real_kokoro(tmp_path_factory.mktemp("real")) as base:
         yield base
 
 

@@ -33,7 +33,7 @@ from synthesis.api import discovery, jobs, speech, webhook_endpoints, webhooks
 from synthesis.api.aliases import VoiceAliasesViewSet
 from synthesis.api.defaults import SpeechDefaultsViewSet
 from tts_saas.metrics import metrics_view
-from tts_saas.views import health
+from tts_saas.views import health, icon
 from voices import api as voices_api
 from voices.lexicons import LexiconViewSet
 
@@ -198,6 +198,8 @@ identity = [
 urlpatterns = [
     path("v1/", include(v1)),
     path("healthz", health),
+    path("favicon.ico", icon),
+    path("favicon.svg", icon, name="icon"),
     path("billing/stripe/webhook", stripe_webhook, name="stripe-webhook"),
     path("metrics", metrics_view),
     path("ops/", operations, name="operations"),

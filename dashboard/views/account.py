@@ -33,6 +33,12 @@ class SignInForm(AuthenticationForm):
         "invalid_login": "That e-mail address and password do not match an account (the address may be in any case).",
     }
 
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        # The account's name is its e-mail address: a phone's keyboard with "@", the browser's autofill.
+        field = self.fields["username"]
+        field.widget = forms.EmailInput(attrs={**field.widget.attrs, "autocomplete": "email"})
+
 
 class SignInView(auth_views.LoginView):
     """Django's sign-in form; a checked password goes on through allauth's login flow, which asks

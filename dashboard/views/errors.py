@@ -1,5 +1,6 @@
 """Error pages: the dashboard's 403, 404 and 500 are pages with its navigation (a signed-in member
-keeps their way around); the API's stay JSON in its error shape (tts_saas.errors)."""
+keeps their way around), and so is any other path a browser asks for outside the API (it sends
+`Accept: text/html`); the API's stay JSON in its error shape (tts_saas.errors)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from tts_saas import errors
 from ..access import current_membership
 
 PAGES = ("/dashboard", "/accounts")
+API = ("/v1/", "/v1", "/billing/stripe/", "/healthz", "/metrics")  # JSON whoever asks
 TITLES = {403: "Not allowed", 404: "Page not found", 500: "Something went wrong"}
 
 
@@ -24,7 +26,9 @@ def _page(request, status: int, message: str):
 
 
 def _is_page(request) -> bool:
-    return request.path.startswith(PAGES)
+    if request.path.startswith(PAGES):
+        return True
+    return not request.path.startswith(API) and "text/html" in request.headers.get("Accept", "")
 
 
 def not_found(request, exception=None):

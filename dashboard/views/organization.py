@@ -119,4 +119,7 @@ def organization(request):
         allowlist=allowlist,
         retentions=Organization.Retention.choices,
         job_retention_hours=settings.TTS_JOB_RETENTION_HOURS,
+        # Leaving is not offered to the only owner (it would only be refused after the confirmation).
+        only_owner=membership.role == membership.Role.OWNER
+        and not org.memberships.filter(role=membership.Role.OWNER).exclude(pk=membership.pk).exists(),
     )
