@@ -347,6 +347,22 @@ def test_password_reset_by_email(client):
     assert client.login(username="ada@example.com", password="a brand new password")
 
 
+def test_where_the_server_sends_no_mail_the_reset_says_so_and_whom_to_ask(client, settings):
+    """Before: "an e-mail with a link is on its way" from a server whose mail goes to its console."""
+    settings.EMAIL_BACKEND = "django.core.mail.backends.console.EmailBackend"  # scripts/run's default
+    settings.TTS_OPERATOR_CONTACT = "help@operator.example"
+    asked = html.unescape(client.get("/accounts/password_reset/").content.decode())
+    assert "This server sends no e-mail, so no reset link can reach you." in asked
+    assert 'href="mailto:help@operator.example"' in asked and "manage.py changepassword" in asked
+    done = html.unescape(
+        client.post("/accounts/password_reset/", {"email": "ada@example.com"}, follow=True).content.decode()
+    )
+    assert "No e-mail was sent." in done and "on its way" not in done
+    settings.EMAIL_BACKEND = "django.core.mail.backends.smtp.EmailBackend"  # configured: as before
+    assert "sends no e-mail" not in client.get("/accounts/password_reset/").content.decode()
+    assert "on its way" in client.get("/accounts/password_reset/done/").content.decode()
+
+
 def test_the_api_reference_is_served_with_local_assets(client):
     page = client.get("/v1/docs")
     assert page.status_code == 200 and b"redoc" in page.content.lower()

@@ -26,7 +26,7 @@ from accounts.views import (
     WebhookSecretViewSet,
 )
 from billing.views import UsageViewSet, stripe_webhook, subscription
-from dashboard.views.account import password_reset, sign_in
+from dashboard.views.account import password_reset, password_reset_done, sign_in
 from dashboard.views.operations import operations
 from dashboard.views.sso import provider_callback, provider_login, sso_start, sso_unfinished
 from synthesis.api import discovery, jobs, speech, webhook_endpoints, webhooks
@@ -207,6 +207,7 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("accounts/login/", sign_in, name="login"),  # throttled; the rest are Django's own
     path("accounts/password_reset/", password_reset, name="password_reset"),
+    path("accounts/password_reset/done/", password_reset_done, name="password_reset_done"),
     path("accounts/", include("django.contrib.auth.urls")),
     path("accounts/", include(identity)),
     path("dashboard/", include("dashboard.urls")),

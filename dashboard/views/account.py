@@ -22,7 +22,9 @@ from accounts.models import Invitation, Membership
 
 from ..access import SESSION_ORG, member_required
 from ..forms import AcceptForm, OrganizationForm, SignupForm
+from ..mail import delivers_nothing
 from ..throttles import posted, throttled
+from .billing import contact_link, operator_contact
 
 BACKEND = "accounts.backends.CaseInsensitiveEmailBackend"  # the one in settings.AUTHENTICATION_BACKENDS
 
@@ -62,17 +64,33 @@ class ResetForm(PasswordResetForm):
     email = forms.EmailField(label="E-mail", max_length=254, widget=forms.EmailInput(attrs={"autocomplete": "email"}))
 
 
+def _mail_context() -> dict:
+    """What the reset pages say where this server sends no e-mail: whom to ask instead."""
+    contact = operator_contact()
+    return {"delivers_mail": not delivers_nothing(), "contact": contact_link(contact), "contact_text": contact}
+
+
 class PasswordResetView(auth_views.PasswordResetView):
     """The reset mail's link is to the host the request came to, and it is signed with the product's
-    name (not the sites framework's placeholder site, nor a host and port)."""
+    name (not the sites framework's placeholder site, nor a host and port). Where the server sends
+    no e-mail, the page says so before anyone waits for one, and whom to ask."""
 
     form_class = ResetForm
+
+    def get_context_data(self, **kwargs):
+        return {**super().get_context_data(**kwargs), **_mail_context()}
 
     def form_valid(self, form):
         self.extra_email_context = {"site_name": settings.TTS_PRODUCT_NAME, "domain": self.request.get_host()}
         return super().form_valid(form)
 
 
+class PasswordResetDoneView(auth_views.PasswordResetDoneView):
+    def get_context_data(self, **kwargs):
+        return {**super().get_context_data(**kwargs), **_mail_context()}
+
+
+password_reset_done = PasswordResetDoneView.as_view()
 password_reset = throttled("reset", ("ip", "TTS_PASSWORD_RESET_RATE"), (posted("email"), "TTS_PASSWORD_RESET_RATE"))(
     PasswordResetView.as_view()
 )

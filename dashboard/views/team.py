@@ -4,7 +4,6 @@ and say what happened, and where this server sends no e-mail they say so and giv
 
 from __future__ import annotations
 
-from django.conf import settings
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied
 from django.db.models import Q
@@ -18,6 +17,7 @@ from accounts.models import ApiKey, Invitation, Membership
 
 from ..access import member_required, page, require_active, require_admin
 from ..forms import InviteForm
+from ..mail import delivers_nothing
 from ..throttles import by_user, throttled
 
 
@@ -46,7 +46,7 @@ def members(request):
                     "server did not take it), so no invitation was made. Try again later.",
                 )
             else:
-                if _delivers_nothing():  # say so rather than claim it was sent
+                if delivers_nothing():  # say so rather than claim it was sent
                     messages.info(
                         request,
                         f"Invitation created for {invitation.email}. This server does not send e-mail (its "
@@ -85,25 +85,13 @@ def members(request):
         # act on invitations.
         actions_column=request.principal.is_admin
         and bool(pending or (request.membership.role == Membership.Role.OWNER and len(team) > 1)),
-        delivers_mail=not _delivers_nothing(),
+        delivers_mail=not delivers_nothing(),
     )
     response["Cache-Control"] = "no-store"  # invitation links: whoever holds one may join
     return response
 
 
 # E-mail backends that deliver nothing to the invitee (the default one prints to the console).
-UNDELIVERED = (
-    "django.core.mail.backends.console.EmailBackend",
-    "django.core.mail.backends.filebased.EmailBackend",
-    "django.core.mail.backends.locmem.EmailBackend",
-    "django.core.mail.backends.dummy.EmailBackend",
-)
-
-
-def _delivers_nothing() -> bool:
-    return settings.EMAIL_BACKEND in UNDELIVERED
-
-
 def _accept_url(request, token: str) -> str:
     return request.build_absolute_uri(reverse("dashboard:accept-invitation", args=[token]))
 
@@ -147,7 +135,7 @@ def resend_invitation(request, invitation_id: int):
         )
         return redirect("dashboard:members")
     until = f"{invitation.expires_at:%Y-%m-%d %H:%M} UTC"
-    if _delivers_nothing():
+    if delivers_nothing():
         messages.info(
             request,
             f"New link for {invitation.email}, valid until {until}; the earlier link no longer works. This server "
