@@ -23,6 +23,8 @@ from billing.stripe_events import grace_ends
 from tts_saas.errors import ApiError
 from tts_saas.request_id import actor_var
 
+from .operator import contact_link, operator_contact
+
 SESSION_ORG = "organization_id"
 
 
@@ -88,9 +90,19 @@ def billing_notice(org) -> str:
     return ""
 
 
+def suspension(org) -> dict | None:
+    """A banner for every page while an operator has suspended the organization (a suspension for
+    non-payment has the billing banner): the reason, and whom to ask."""
+    if not org.is_suspended or subscription_for(org).billing_status == BillingStatus.SUSPENDED:
+        return None
+    contact = operator_contact()
+    return {"reason": org.suspension_reason, "contact": contact_link(contact), "contact_text": contact}
+
+
 def page(request, template: str, nav: str, **context):
     context.update(
         billing_notice=billing_notice(request.membership.organization),
+        suspension=suspension(request.membership.organization),
         nav=nav,
         current_org=request.membership.organization,
         memberships=request.memberships,

@@ -438,16 +438,28 @@ def test_an_admin_withdraws_a_pending_invitation_and_its_link_stops_working(clie
     assert Invitation.objects.filter(pk=foreign.pk).exists()
 
 
-def test_a_suspended_organization_can_read_its_pages_but_change_nothing(client):
+def test_a_suspended_organization_can_read_its_pages_but_change_nothing(client, settings):
     signup(client)
+    Organization.objects.get().create_api_key("ci")
+    settings.TTS_OPERATOR_CONTACT = "help@operator.example"
     Organization.objects.update(suspended_at=timezone.now(), suspension_reason="unpaid")
-    assert client.get("/dashboard/keys").status_code == 200
+    keys = client.get("/dashboard/keys")
+    assert keys.status_code == 200
+    # Told on every page: why, what it means, whom to ask (before: nothing; keys said "active").
+    banner = re.search(r'<div class="notice" id="suspended-banner" role="alert">(.*?)</div>', keys.content.decode())
+    assert banner and "is suspended</strong>: unpaid." in banner.group(1)
+    assert 'href="mailto:help@operator.example"' in banner.group(1)
+    assert "refused while suspended" in text(keys) and "No key can be made while" in text(keys)
+    assert 'id="suspended-banner"' in client.get("/dashboard/voices").content.decode()
+    preview = client.get("/dashboard/voices/alloy/preview")
+    assert preview.status_code == 403 and "suspended: unpaid" in preview.json()["error"]["message"]
+    ticket = client.post("/dashboard/playground/ticket")  # what Play asks first: the reason, as JSON
+    assert ticket.status_code == 403 and "suspended: unpaid" in ticket.json()["error"]["message"]
     assert client.post("/dashboard/keys", {"name": "new", "kind": "standard"}).status_code == 403
     assert client.post("/dashboard/members", {"email": "e@example.com", "role": "member"}).status_code == 403
-    assert client.post("/dashboard/playground/ticket").status_code == 403
     encode = client.post("/dashboard/playground/encode?format=mp3", b"\0\0", content_type="application/octet-stream")
     assert encode.status_code == 403
-    assert not ApiKey.objects.exists()
+    assert ApiKey.objects.count() == 1  # only the one made before
 
 
 def add_member(org, email="bob@example.com"):

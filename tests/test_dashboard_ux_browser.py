@@ -356,3 +356,28 @@ def test_axe_finds_no_serious_violation_on_any_dashboard_page(live_stack):
         assert "id_new_password1_helptext" in page.locator("#id_new_password1").get_attribute("aria-describedby")
         check(page, "visitor the password reset form")
     assert problems == {}
+
+
+def test_an_ended_session_is_said_and_what_was_typed_stays(live_stack):
+    """Before: Play said "Failed to construct 'WebSocket': The URL 'ws://…undefined' is invalid" and a
+    voice preview "Playing… (not billed)" over the sign-in page it had fetched."""
+    base = live_stack.base_url
+    with browser_page() as page:
+        sign_up(page, base, "ended@example.com", "Ended Co")
+        page.goto(f"{base}/dashboard/playground")
+        page.fill("#pg-text", "Words worth keeping.")
+        page.context.clear_cookies(name="sessionid")  # the session ends (expired, or signed out elsewhere)
+        page.click("#pg-play")
+        page.wait_for_function("window.ttsPlayground.error", timeout=30_000)
+        assert page.evaluate("window.ttsPlayground.error") == "session"
+        assert "Your session ended: sign in again" in page.locator("#pg-status").inner_text()
+        assert page.input_value("#pg-text") == "Words worth keeping."
+        log_in(page, base, "ended@example.com")
+        page.wait_for_url(f"{base}/dashboard/")
+        page.goto(f"{base}/dashboard/voices")
+        page.context.clear_cookies(name="sessionid")
+        page.locator("button.preview").first.click()
+        page.wait_for_function("window.ttsPreview.error", timeout=30_000)
+        assert page.evaluate("window.ttsPreview.error") == "session"
+        note = page.locator(".preview-status").first.inner_text()
+        assert "Your session ended" in note and "Playing" not in note

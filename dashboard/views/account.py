@@ -23,8 +23,8 @@ from accounts.models import Invitation, Membership
 from ..access import SESSION_ORG, member_required
 from ..forms import AcceptForm, OrganizationForm, SignupForm
 from ..mail import delivers_nothing
+from ..operator import contact_link, operator_contact
 from ..throttles import posted, throttled
-from .billing import contact_link, operator_contact
 
 BACKEND = "accounts.backends.CaseInsensitiveEmailBackend"  # the one in settings.AUTHENTICATION_BACKENDS
 

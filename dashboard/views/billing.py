@@ -8,9 +8,7 @@ from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 
 import stripe
-from django.conf import settings
 from django.contrib import messages
-from django.contrib.auth import get_user_model
 from django.core.exceptions import PermissionDenied
 from django.shortcuts import redirect
 from django.urls import reverse
@@ -23,24 +21,9 @@ from billing.stripe_client import CatalogueMissing, StripeClient, configured
 from billing.stripe_events import grace_ends
 
 from ..access import member_required, page, require_admin
+from ..operator import contact_link, operator_contact
 
 STRIPE_DOWN = "Stripe could not be reached just now; try again in a minute."
-
-
-def contact_link(contact: str) -> str:
-    """The operator's contact as a link: a URL as is, an e-mail address as mailto:; none: empty."""
-    if not contact:
-        return ""
-    return contact if contact.startswith(("https://", "http://")) else f"mailto:{contact}"
-
-
-def operator_contact() -> str:
-    """Whom tenants ask about plans: TTS_OPERATOR_CONTACT, else the address of the service's first
-    superuser (who runs it); empty when neither exists."""
-    if settings.TTS_OPERATOR_CONTACT:
-        return settings.TTS_OPERATOR_CONTACT
-    found = get_user_model().objects.filter(is_superuser=True, is_active=True).exclude(email="").order_by("pk").first()
-    return found.email if found else ""
 
 
 @dataclass(frozen=True)

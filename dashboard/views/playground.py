@@ -17,7 +17,7 @@ from django.http import HttpResponse, JsonResponse
 from django.views.decorators.http import require_POST
 from rest_framework import serializers
 
-from accounts.auth import issue_ticket
+from accounts.auth import check_active, issue_ticket
 from accounts.tenancy import scoped
 from billing import offer
 from billing.limits import Limits, limits_for
@@ -26,7 +26,7 @@ from inference.spec import EngineSpec
 from synthesis.api.defaults import default_model
 from synthesis.api.serializers import SpeechRequestSerializer
 from synthesis.audio import formats as audio
-from tts_saas.errors import error_response
+from tts_saas.errors import ApiError, error_response
 from tts_saas.limits import large_body
 from tts_saas.redis import get_redis
 from voices.catalog import builtin_listing, own_voices
@@ -150,7 +150,10 @@ def input_type(field: serializers.Field) -> str:
 @member_required
 def playground_ticket(request):
     """A single-use WebSocket ticket for the signed-in member (CSRF-protected POST)."""
-    require_active(request)
+    try:
+        check_active(request.principal.organization)
+    except ApiError as exc:  # the reason, in the JSON the page reads (a suspension: why, and whom to ask)
+        return exc.response()
     ticket = issue_ticket(request.principal)
     response = JsonResponse({"ticket": ticket, "url": f"/v1/audio/stream?ticket={ticket}"})
     response["Cache-Control"] = "no-store"  # a credential, if only for a minute

@@ -18,6 +18,7 @@ from django.shortcuts import redirect
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
+from accounts.auth import check_active
 from accounts.tenancy import scoped
 from billing import offer
 from billing.limits import limits_for
@@ -187,6 +188,7 @@ def voice_preview(request, voice_id: str):
     default model when none is named); an error in the API's JSON shape."""
     principal = request.principal
     try:
+        check_active(principal.organization)  # a suspended organization speaks nothing, previews included
         result = async_to_sync(preview)(
             principal,
             limits_for(principal.organization),
