@@ -9,13 +9,26 @@ tenant's audit log, as staff: by the action itself, or by the console's change l
 
 from __future__ import annotations
 
+from django import forms
 from django.contrib import admin
+from django.contrib.admin import helpers
+from django.template.response import TemplateResponse
 from django.utils import timezone
 
 from . import actions, audit
 from .models import WEBHOOK_SECRET_GRACE, ApiKey, AuditEvent, Invitation, Membership, Organization
 
 GRACE_HOURS = int(WEBHOOK_SECRET_GRACE.total_seconds() // 3600)
+
+
+class SuspendForm(forms.Form):
+    reason = forms.CharField(
+        max_length=400,
+        widget=forms.Textarea(attrs={"rows": 3, "cols": 60}),
+        help_text="Shown to the tenant word for word: in every API error and on every dashboard page, with your "
+        "contact (TTS_OPERATOR_CONTACT). Say what happened and what lifts it, e.g. "
+        "“abuse reports about generated audio; write to abuse@example.com”.",
+    )
 
 
 @admin.register(Organization)
@@ -40,15 +53,36 @@ class OrganizationAdmin(admin.ModelAdmin):
         previous = f"; the previous one signs too until {until:%Y-%m-%d %H:%M} UTC" if until else ""
         return f"set, not shown (the action “Rotate the webhook signing secret” replaces it){previous}"
 
-    @admin.action(description="Suspend (every API call answers 403)")
+    @admin.action(description="Suspend (asks for the reason: every API call answers 403 with it)")
     def suspend(self, request, queryset):
+        """A confirmation page first, with the reason the tenant is told (the API's 403, the
+        dashboard's banner); the suspension is recorded with it in the tenant's audit log."""
+        form = SuspendForm(request.POST if "apply" in request.POST else None)
         orgs = list(queryset.filter(suspended_at__isnull=True))
-        for org in orgs:
-            Organization.objects.filter(pk=org.pk).update(
-                suspended_at=timezone.now(), suspension_reason="suspended by an operator"
-            )
-            audit.record(org, "staff.suspended", request.user, staff=True, target=f"organization:{org.slug}")
-        self.message_user(request, f"{len(orgs)} organization(s) suspended.")
+        if form.is_valid():
+            reason = form.cleaned_data["reason"].strip().rstrip(".")
+            for org in orgs:
+                Organization.objects.filter(pk=org.pk).update(suspended_at=timezone.now(), suspension_reason=reason)
+                audit.record(
+                    org,
+                    "staff.suspended",
+                    request.user,
+                    staff=True,
+                    target=f"organization:{org.slug}",
+                    after={"suspension_reason": reason},
+                )
+            self.message_user(request, f"{len(orgs)} organization(s) suspended: {reason}.")
+            return None
+        context = {
+            **self.admin_site.each_context(request),
+            "title": "Suspend organizations",
+            "opts": self.opts,
+            "form": form,
+            "orgs": orgs,
+            "already": queryset.count() - len(orgs),
+            "checkbox": helpers.ACTION_CHECKBOX_NAME,
+        }
+        return TemplateResponse(request, "admin/accounts/organization/suspend.html", context)
 
     @admin.action(description="Unsuspend")
     def unsuspend(self, request, queryset):

@@ -14,12 +14,13 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.core import mail
 from django.db import connection
+from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from accounts import scopes
 from accounts.auth import authenticate_key
-from accounts.models import ApiKey, Invitation, Membership, Organization
+from accounts.models import ApiKey, AuditEvent, Invitation, Membership, Organization
 from billing import quota
 from billing.models import UsageEvent
 from tests.factories import own_plan
@@ -281,12 +282,26 @@ def test_operators_suspend_and_unsuspend_from_the_admin(client):
     org = Organization.objects.get()
     admin_user = get_user_model().objects.create_superuser("root@example.com", "root@example.com", "pw-root-12345")
     client.force_login(admin_user)
+    asked = client.post("/admin/accounts/organization/", {"action": "suspend", "_selected_action": [org.pk]})
+    # Before: suspended at once, the reason always "suspended by an operator". Now a confirmation, with the reason.
+    assert asked.status_code == 200 and b'name="reason"' in asked.content and b"Analytical Engines" in asked.content
+    org.refresh_from_db()
+    assert not org.is_suspended
+    chosen = {"action": "suspend", "_selected_action": [org.pk], "apply": "Suspend"}
+    blank = client.post("/admin/accounts/organization/", {**chosen, "reason": "  "})
+    assert b"This field is required." in blank.content
     response = client.post(
-        "/admin/accounts/organization/", {"action": "suspend", "_selected_action": [org.pk]}, follow=True
+        "/admin/accounts/organization/", {**chosen, "reason": "abuse reports; write to abuse@op.example."}, follow=True
     )
     assert response.status_code == 200
     org.refresh_from_db()
-    assert org.is_suspended
+    assert org.is_suspended and org.suspension_reason == "abuse reports; write to abuse@op.example"
+    event = AuditEvent.objects.get(organization=org, action="staff.suspended")
+    assert event.after == {"suspension_reason": org.suspension_reason}
+    tenant = Client()
+    tenant.force_login(get_user_model().objects.get(email="ada@example.com"))
+    shown = tenant.get("/dashboard/").content.decode()  # the tenant's banner says it word for word
+    assert "is suspended</strong>: abuse reports; write to abuse@op.example." in html.unescape(shown)
     client.post("/admin/accounts/organization/", {"action": "unsuspend", "_selected_action": [org.pk]})
     org.refresh_from_db()
     assert not org.is_suspended
