@@ -142,7 +142,10 @@ def test_billing_terms_and_staff_actions_are_recorded(client, admin_client):
     assert changed.before == {"spending_limit_cents": None} and changed.after == {"spending_limit_cents": 2500}
     assert (changed.actor_type, changed.actor_label) == ("member", "ada@example.com")
     # Staff in the admin console: an action, and a change through a form.
-    admin_client.post("/admin/accounts/organization/", {"action": "suspend", "_selected_action": [org.pk]})
+    admin_client.post(
+        "/admin/accounts/organization/",
+        {"action": "suspend", "_selected_action": [org.pk], "apply": "Suspend", "reason": "a test of the log"},
+    )
     suspended = AuditEvent.objects.get(organization=org, action="staff.suspended")
     assert suspended.actor_type == "staff"
     page = client.get("/dashboard/audit", {"action": "staff."}).content.decode()
