@@ -4,6 +4,7 @@ through Django's test client, usage reporting and dunning run as beat runs them.
 
 from __future__ import annotations
 
+import html
 import io
 import json
 import logging
@@ -15,6 +16,7 @@ import httpx
 import pytest
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
+from django.test import Client
 from django.utils import timezone
 
 from accounts.models import Membership
@@ -148,8 +150,13 @@ def test_without_stripe_the_page_says_so_and_the_webhook_is_not_there(client, se
     shown = page.content.decode()
     assert "<caption>The plans side by side</caption>" in shown
     for plan in Plan.objects.all():
-        assert f'<th scope="row">{plan.name}' in shown
-    assert 'id="operator-contact"' not in shown and "has published no contact (TTS_OPERATOR_CONTACT)" in shown
+        assert f'<th scope="col">{plan.name}' in shown or f'<th scope="col" aria-current="true">{plan.name}' in shown
+    # Whom to ask, in a tenant's words (before: the operator's setting's name, TTS_OPERATOR_CONTACT).
+    assert 'id="operator-contact"' not in shown and "has published no contact: ask whoever gave you access" in shown
+    assert "TTS_OPERATOR_CONTACT" not in shown and "billed through Stripe" not in shown  # no Stripe here
+    # Sign-up promises no upgrade there is no way to make (before: "an owner can upgrade later").
+    signup_page = html.unescape(Client().get("/dashboard/signup").content.decode())
+    assert "this service's operator assigns other plans" in signup_page
     settings.TTS_OPERATOR_CONTACT = "plans@operator.example"
     shown = client.get("/dashboard/billing/").content.decode()
     assert '<a href="mailto:plans@operator.example" id="operator-contact">plans@operator.example</a>' in shown

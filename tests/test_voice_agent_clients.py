@@ -30,7 +30,7 @@ from synthesis.models import Job
 from tests import stack
 from tests.waiting import wait_until
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.long]
 
 RATE = 24_000
 REPLY = (

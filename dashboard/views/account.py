@@ -19,6 +19,7 @@ from django.views.decorators.http import require_POST
 
 from accounts import actions, audit
 from accounts.models import Invitation, Membership
+from billing.stripe_client import configured as stripe_configured
 
 from ..access import SESSION_ORG, member_required
 from ..forms import AcceptForm, OrganizationForm, SignupForm
@@ -110,7 +111,7 @@ def signup(request):
         login(request, user, backend=BACKEND)
         request.session[SESSION_ORG] = org.pk
         return redirect("dashboard:overview")
-    return render(request, "dashboard/signup.html", {"form": form})
+    return render(request, "dashboard/signup.html", {"form": form, "plans_sold": stripe_configured()})
 
 
 def new_organization(request):
