@@ -210,8 +210,19 @@ def test_an_endpoints_page_is_its_organizations_and_its_secret_the_admins(settin
     assert stranger.get(page_url).status_code == 404
     assert stranger.post(f"{page_url}/delete").status_code == 404
     assert WebhookEndpoint.objects.get(pk=endpoint.pk).url == "https://example.com/hook"
-    refused = admin.post("/dashboard/webhooks/endpoints", {"url": "https://example.com/x"}, follow=True)
-    assert "Events it receives: This field is required." in messages_of(refused)
+    refused = admin.post(
+        "/dashboard/webhooks/endpoints", {"url": "https://example.com/x", "description": "mine"}, follow=True
+    )
+    # Before: one error at a time in a banner, the URL and description cleared. Now every error at its
+    # field, in the form as it was typed.
+    shown = refused.content.decode()
+    assert refused.status_code == 400 and not messages_of(refused)
+    assert re.search(r'id="id_events_error">This field is required\.', shown), shown
+    assert (
+        'value="https://example.com/x"' in shown
+        and 'value="mine"' in shown
+        and '<details id="add-endpoint" open>' in shown
+    )
     assert WebhookEndpoint.objects.filter(organization=org).count() == 1
     saved = admin.post(page_url, {"url": "https://example.com/v2", "events": ["job.failed", "job.succeeded"]})
     assert saved.status_code == 302

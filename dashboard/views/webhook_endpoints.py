@@ -25,7 +25,7 @@ from tts_saas.errors import ApiError
 from ..access import member_required, page, require_active, require_admin
 from ..throttles import too_many_attempts
 from ..webhook_form import EndpointForm
-from .webhooks import PAGE_SIZE, limited, result_of
+from .webhooks import PAGE_SIZE, limited, result_of, webhooks_page
 
 
 def endpoint_of(request, endpoint_id: uuid.UUID) -> WebhookEndpoint:
@@ -40,15 +40,13 @@ def endpoint_of(request, endpoint_id: uuid.UUID) -> WebhookEndpoint:
 def add(request):
     require_admin(request, "add webhook endpoints")
     form = EndpointForm(request.POST)
-    if (fields := form.checked()) is None:
-        for error in [*form.non_field_errors(), *(f"{f.label}: {e}" for f in form for e in f.errors)]:
-            messages.error(request, error)  # the page's form is new again: each error names its field
-        return redirect("dashboard:webhooks")
+    if (fields := form.checked()) is None:  # the form again, with what was typed and each error at its field
+        return webhooks_page(request, form, status=400)
     try:
         endpoint = endpoints.create(request.principal.organization, request.user, **fields)
     except ApiError as exc:  # the plan's number of endpoints
-        messages.error(request, exc.message)
-        return redirect("dashboard:webhooks")
+        form.add_error(None, exc.message)
+        return webhooks_page(request, form, status=400)
     messages.info(request, "Endpoint added: copy its signing secret below to verify what it receives.")
     return redirect("dashboard:webhook-endpoint", endpoint.pk)
 

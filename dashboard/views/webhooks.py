@@ -96,12 +96,17 @@ def can_redeliver(row: WebhookDelivery, admin: bool) -> bool:
 
 @member_required
 def webhooks(request):
+    return webhooks_page(request)
+
+
+def webhooks_page(request, endpoint_form: EndpointForm | None = None, status: int = 200):
+    """The Webhooks page; `endpoint_form`: an endpoint form sent back with its errors (and what was typed)."""
     org, admin = request.principal.organization, request.principal.is_admin
     filtered = any(request.GET.get(name) for name in DeliveryFilter.base_fields)
     form = DeliveryFilter(request.GET if filtered else None)
     rows = form.apply(scoped(WebhookDelivery, org).only(*LISTED))
     listed = Paginator(rows, PAGE_SIZE).get_page(request.GET.get("page"))
-    return page(
+    response = page(
         request,
         "webhooks.html",
         "webhooks",
@@ -110,12 +115,15 @@ def webhooks(request):
         deliveries=[(row, result_of(row), target_of(row, admin), can_redeliver(row, admin)) for row in listed],
         listed=listed,
         endpoints=scoped(WebhookEndpoint, org),
-        endpoint_form=EndpointForm(initial={"enabled": True}) if admin else None,
+        endpoint_form=(endpoint_form or EndpointForm(initial={"enabled": True})) if admin else None,
+        adding=endpoint_form is not None,
         can_manage=admin,
         callback_secret=org.webhook_secret if admin else None,
         previous_valid_until=org.previous_webhook_secret_valid_until(),
         test_url=request.session.get(LAST_TEST_URL, ""),
     )
+    response.status_code = status
+    return response
 
 
 @require_POST
