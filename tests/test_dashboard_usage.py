@@ -411,7 +411,12 @@ def test_history_shows_errors_and_plays_audio_kept_in_a_file_or_the_cache(client
     page = text(client.get("/dashboard/history"))
     rows = {re.search(r'data-request="([^"]*)"', r).group(1): r for r in history_rows(page)}
     assert f'<audio controls preload="none" src="/dashboard/jobs/{seeded.id}/audio"' in rows["req_seeded"]
-    assert "from the audio cache" in rows["req_seeded"]
+    # Generated (no cache hit), then kept by its seed: said so (before: "Cached: no" beside "from the audio cache").
+    assert "from the audio cache, where its seed kept it" in rows["req_seeded"]
+    # What was asked and how (before: neither the input nor the kind of request was shown).
+    assert '<span class="kind">Live (REST or WebSocket)</span>' in rows["req_seeded"]
+    assert "Hello from a test." in rows["req_seeded"]
+    assert '<span class="kind">Asynchronous job</span>' in rows["req_async"]
     assert (
         f'src="/dashboard/jobs/{stored.id}/audio"' in rows["req_async"] and "from the stored file" in rows["req_async"]
     )
@@ -486,6 +491,7 @@ def test_history_and_usage_name_the_member_behind_a_preview(live_stack, client):
     assert event.api_key is None and event.member.email == "ada@example.com" and event.characters == 0
     history = html.unescape(client.get("/dashboard/history").content.decode())
     assert "Dashboard: ada@example.com" in history
+    assert '<span class="kind">Voice preview (not billed)</span>' in history  # before: a bare 0-character row
     usage = html.unescape(client.get("/dashboard/usage").content.decode())
     members = usage.split('id="usage-members"', 1)[1].split("</table>", 1)[0]
     assert "ada@example.com" in members

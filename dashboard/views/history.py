@@ -26,6 +26,7 @@ from accounts.tenancy import scoped
 from billing import offer
 from billing.models import UsageEvent
 from inference import registry
+from synthesis.api.speech import PREVIEW_TEXT, PREVIEW_TEXTS
 from synthesis.audio import cache
 from synthesis.audio.formats import encode, output_format, wav_header
 from synthesis.models import Job
@@ -141,8 +142,8 @@ def row_audio(event: UsageEvent, job: Job | None, in_cache: set[str] | None) -> 
     spec = output_format(job.response_format)
     if job.result and spec.codec in PLAYABLE:
         return RowAudio(url, source="stored file")
-    if job.cache_key and in_cache is not None and job.cache_key in in_cache:
-        return RowAudio(url, source="audio cache")
+    if job.cache_key and in_cache is not None and job.cache_key in in_cache:  # generated, then kept (a seed)
+        return RowAudio(url, source="audio cache, where its seed kept it")
     if job.result:  # raw PCM is played as WAV; G.711 is a download
         return RowAudio(url, playable=spec.codec == "pcm", source="stored file")
     if job.cache_key:
@@ -152,6 +153,34 @@ def row_audio(event: UsageEvent, job: Job | None, in_cache: set[str] | None) -> 
     if not job.cacheable:
         return RowAudio(note="Not kept: streamed to the caller (requests without a seed are not stored).")
     return RowAudio(note="Not kept: too long for the audio cache.")
+
+
+PREVIEW_INPUTS = frozenset({PREVIEW_TEXT, *PREVIEW_TEXTS.values()})
+TEXT_SHOWN = 160  # characters of a request's input shown in its row
+
+
+def request_kind(event: UsageEvent, job: Job | None) -> str:
+    """What kind of request a row was, in a tenant's words."""
+    preview = not event.characters and event.status == UsageEvent.Status.SUCCEEDED and event.member_id
+    if job is None:
+        if event.cached:
+            return "Voice preview, replayed from the cache (not billed)" if preview else "Replayed from the audio cache"
+        return "Request"
+    if preview and job.input in PREVIEW_INPUTS:
+        return "Voice preview (not billed)"
+    if not job.interactive:
+        return "Asynchronous job"
+    return "Playground" if event.member_id and not event.api_key_id else "Live (REST or WebSocket)"
+
+
+def request_text(job: Job | None) -> str:
+    """The input as sent, shortened; none where it is not kept."""
+    if job is None:
+        return ""
+    if job.zero_retention:
+        return "(text not kept: zero retention)"
+    text = " ".join(job.input.split())
+    return text if len(text) <= TEXT_SHOWN else text[: TEXT_SHOWN - 1] + "…"
 
 
 @member_required
@@ -169,6 +198,8 @@ def history(request):
         .only(
             "id",
             "status",
+            "input",
+            "interactive",
             "response_format",
             "result",
             "cache_key",
@@ -196,6 +227,8 @@ def history(request):
                 "model": title_of(event.model),
                 "voice_name": names.get(event.voice, ""),
                 "audio": row_audio(event, job, in_cache),
+                "kind": request_kind(event, job),
+                "text": request_text(job),
             }
         )
     running = scoped(Job, org).filter(status__in=[Job.Status.QUEUED, Job.Status.RUNNING])
