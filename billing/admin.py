@@ -88,9 +88,25 @@ class OrganizationBillingAdmin(OrganizationAdmin):
 
 @admin.register(UsageEvent)
 class UsageEventAdmin(ReadOnlyAdmin):
-    list_display = ("created_at", "organization", "characters", "audio_seconds", "cached", "status", "latency_ms")
-    list_filter = ("status", "cached")
+    """The ledger: one row a request, newest first; narrowed by organization, model, outcome and date."""
+
+    list_display = ("created_at", "organization", "model", "key", "characters", "audio", "cached", "status", "latency")
+    list_filter = ("status", "cached", "model", ("organization", admin.RelatedOnlyFieldListFilter), "created_at")
+    date_hierarchy = "created_at"
     search_fields = ("organization__name", "request_id")
+    list_select_related = ("organization", "api_key")
+
+    @admin.display(description="key", ordering="api_key__name")
+    def key(self, event: UsageEvent) -> str:
+        return f"{event.api_key.name} (tts_{event.api_key.prefix}_…)" if event.api_key else "dashboard"
+
+    @admin.display(description="audio", ordering="audio_seconds")
+    def audio(self, event: UsageEvent) -> str:
+        return f"{event.audio_seconds:.1f} s"  # (shown as 1.6746666666666667 before)
+
+    @admin.display(description="latency", ordering="latency_ms")
+    def latency(self, event: UsageEvent) -> str:
+        return f"{event.latency_ms:,} ms"
 
 
 @admin.register(Subscription)

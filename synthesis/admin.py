@@ -10,10 +10,26 @@ from tts_saas.outbound import without_credentials
 
 @admin.register(Job)
 class JobAdmin(admin.ModelAdmin):
-    list_display = ("id", "organization", "status", "characters", "audio_seconds", "voice", "created_at")
-    list_filter = ("status", "interactive", "voice")
+    list_display = ("created_at", "organization", "model", "key", "voice", "status", "characters", "audio", "id")
+    list_filter = (
+        "status",
+        "interactive",
+        "model",
+        ("organization", admin.RelatedOnlyFieldListFilter),
+        "created_at",
+    )
+    date_hierarchy = "created_at"
     search_fields = ("id", "organization__name", "request_id")
     readonly_fields = [f.name for f in Job._meta.fields]
+    list_select_related = ("organization", "api_key")
+
+    @admin.display(description="key", ordering="api_key__name")
+    def key(self, job: Job) -> str:
+        return f"{job.api_key.name} (tts_{job.api_key.prefix}_…)" if job.api_key else "dashboard"
+
+    @admin.display(description="audio", ordering="audio_seconds")
+    def audio(self, job: Job) -> str:
+        return f"{job.audio_seconds:.1f} s"
 
     def has_add_permission(self, request) -> bool:
         return False

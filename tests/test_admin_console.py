@@ -27,6 +27,7 @@ from inference.registry import SPECS
 from synthesis.api import protocol
 from synthesis.service.prepared import zero_retention
 from synthesis.webhook_models import WebhookDelivery, WebhookEndpoint
+from tests.factories import make_job
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -484,3 +485,24 @@ def test_the_consoles_index_names_models_as_english_does(admin_client):
     assert "deliverys" not in index and "Api keys" not in index
     icon = admin_client.get("/favicon.ico")  # what the admin's pages (which name no icon) make a browser ask for
     assert icon.status_code == 200 and icon["Content-Type"] == "image/svg+xml" and b"<svg" in icon.content
+
+
+def test_the_ledger_and_jobs_say_model_key_and_units_and_filter_by_organization_and_date(admin_client):
+    org, other = new_org("Ledgerco"), new_org("Otherco")
+    key, _ = org.create_api_key("ci")
+    UsageEvent.objects.create(
+        organization=org, api_key=key, characters=12, model="kokoro", voice="alloy", audio_seconds=1.6746666666666667
+    )
+    UsageEvent.objects.create(organization=other, characters=5, model="chattts", voice="alloy", latency_ms=1234)
+    page = admin_client.get("/admin/billing/usageevent/").content.decode()
+    # Before: no model or key column, seconds as 1.6746666666666667, no organization or date filter.
+    assert "1.7 s" in page and "1.6746666666666667" not in page and "1,234 ms" in page
+    assert f"ci (tts_{key.prefix}_…)" in html.unescape(page) and ">kokoro<" in page
+    assert "By organization" in page and "By created at" in page
+    narrowed = admin_client.get(f"/admin/billing/usageevent/?organization__id__exact={other.pk}").content.decode()
+    assert "1.7 s" not in narrowed and "1,234 ms" in narrowed
+    make_job(org, api_key=key, model="kokoro", audio_seconds=1.6746666666666667)
+    make_job(other)
+    jobs = admin_client.get("/admin/synthesis/job/").content.decode()
+    assert "By organization" in jobs and "By model" in jobs and "1.7 s" in jobs
+    assert f"ci (tts_{key.prefix}_…)" in html.unescape(jobs)
