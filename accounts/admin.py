@@ -38,7 +38,7 @@ class OrganizationAdmin(admin.ModelAdmin):
     search_fields = ("name", "slug")
     exclude = ("webhook_secret", "previous_webhook_secret", "webhook_url")  # endpoints: the dashboard's Webhooks page
     # Voice aliases are checked where they are set (the organization's Settings, its API), not here.
-    readonly_fields = ("webhook_signing_secret", "webhook_secret_rotated_at", "voice_aliases")
+    readonly_fields = ("webhook_signing_secret", "webhook_secret_rotated_at", "voice_aliases", "created_at")
     actions = ["suspend", "unsuspend", "rotate_webhook_secret"]
 
     def has_delete_permission(self, request, obj=None) -> bool:

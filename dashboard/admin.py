@@ -13,6 +13,7 @@ from django import forms
 from django.contrib import admin
 
 from accounts.models import Organization
+from billing import offer
 from billing.admin import OrganizationBillingAdmin, PlanAdmin
 from billing.models import Plan
 from synthesis.api.defaults import check
@@ -22,8 +23,52 @@ from tts_saas.errors import ApiError
 CODECS = (*FORMATS, *G711_CONTENT_TYPES)  # what a plan's allowed_formats name (a format's codec)
 
 
+class ListField(forms.JSONField):
+    """A JSON list typed as one entry a line (or comma-separated), shown the same way: the console
+    showed the stored list's JSON (`[]`, `["10.0.0.0/8"]`). What each entry must be is the model's
+    check (`full_clean`)."""
+
+    widget = forms.Textarea(attrs={"rows": 3, "cols": 50})
+
+    def prepare_value(self, value):
+        if isinstance(value, str):  # typed and sent back with an error: as typed
+            return value
+        return "\n".join(map(str, value or ()))
+
+    def to_python(self, value):
+        if isinstance(value, list):
+            return value
+        text = str(value or "").strip()
+        if text.startswith("["):  # a JSON list, as the console once showed it
+            return super().to_python(text)
+        return [part.strip() for part in text.replace(",", "\n").splitlines() if part.strip()]
+
+    def bound_data(self, data, initial):
+        return data
+
+    def has_changed(self, initial, data):
+        return self.to_python(data) != (initial or [])
+
+
 class OrganizationForm(forms.ModelForm):
-    """The organization's page (its fields are the admin's: accounts.admin)."""
+    """The organization's page (its fields are the admin's: accounts.admin): the networks and origins
+    one a line, the default model picked from the models served."""
+
+    allowed_ips = ListField(
+        required=False, help_text="CIDR networks, one a line (e.g. 203.0.113.0/24); none: any address."
+    )
+    browser_origins = ListField(
+        required=False, help_text="https://host[:port], one a line; none: no site may call with client tokens."
+    )
+    default_model = forms.ChoiceField(required=False)
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        served = [(spec.name, f"{spec.title} ({spec.name})") for spec in offer.served()]
+        current = self.initial.get("default_model") or ""
+        if current and current not in dict(served):  # stored, no longer served: shown, and refused on save
+            served.append((current, f"{current} (not served here)"))
+        self.fields["default_model"].choices = [("", "The deployment's default"), *served]
 
     def clean(self):
         data = super().clean()

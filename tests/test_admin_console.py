@@ -126,7 +126,8 @@ def test_the_console_refuses_an_organizations_settings_the_api_would_refuse(admi
     assert refused.status_code == 200  # the form again, not "changed successfully"
     errors = " | ".join(errors_of(refused))
     assert "'banana' is not an IP address or CIDR network" in errors, errors
-    assert "The model 'gpt-9' does not exist" in errors
+    # The default model is picked from those served (it was typed: "gpt-9" was refused only on save).
+    assert "Select a valid choice. gpt-9 is not one of the available choices." in errors
     assert "Select a valid choice. forever is not one of the available choices." in errors
     org.refresh_from_db()
     assert (org.allowed_ips, org.default_model, org.data_retention) == ([], "", "standard")
@@ -141,14 +142,20 @@ def test_the_console_refuses_an_organizations_settings_the_api_would_refuse(admi
         admin_client,
         url,
         "organization_form",
-        allowed_ips='["203.0.113.7", "10.0.0.0/8"]',
-        default_model="kokoro-v1.0",
+        allowed_ips="203.0.113.7\n10.0.0.0/8",  # one a line (it showed the stored JSON: `[]`)
+        default_model="kokoro",
         default_voice="af_bella",
     )
     assert saved.status_code == 302, errors_of(saved)
     org.refresh_from_db()  # stored as the API stores them
     assert org.allowed_ips == ["203.0.113.7/32", "10.0.0.0/8"]
     assert (org.default_model, org.default_voice) == ("kokoro", "af_bella")
+    shown = admin_client.get(url).content.decode()
+    assert (
+        ">\n203.0.113.7/32\n10.0.0.0/8</textarea>" in shown
+        and "[]" not in shown.split('name="browser_origins"')[1][:200]
+    )
+    assert '<option value="kokoro" selected>' in shown and 'name="created_at"' not in shown  # created_at: read-only
     assert AuditEvent.objects.filter(organization=org, action="staff.changed", actor_type="staff").exists()
 
 
