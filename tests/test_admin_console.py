@@ -490,6 +490,7 @@ def test_the_consoles_index_names_models_as_english_does(admin_client):
     index = admin_client.get("/admin/").content.decode()
     assert ">API keys<" in index and ">Webhook deliveries<" in index  # were "Api keys", "Webhook deliverys"
     assert "deliverys" not in index and "Api keys" not in index
+    assert '<a href="/ops/" id="ops-link">' in index  # the operations page, from every console page
     icon = admin_client.get("/favicon.ico")  # what the admin's pages (which name no icon) make a browser ask for
     assert icon.status_code == 200 and icon["Content-Type"] == "image/svg+xml" and b"<svg" in icon.content
 
