@@ -79,7 +79,8 @@ def test_the_playground_offers_the_plans_models_with_their_licences_and_each_one
     kokoro = template(page, "pg-voices-kokoro")
     assert {"alloy", "af_heart", "bm_george", "zf_xiaobei", mix.id} <= set(values(kokoro))
     assert seeded.id not in values(kokoro)
-    assert '<option value="alloy">alloy (af_alloy)</option>' in kokoro  # OpenAI's name says which voice it is
+    # OpenAI's name says which voice it is, and the card what it sounds like (before: bare ids).
+    assert '<option value="alloy">alloy (af_alloy) · American English, female</option>' in kokoro
     assert f'<optgroup label="Your voices"><option value="{mix.id}">Blend</option></optgroup>' in kokoro
 
     # Options only where a model takes them (from its spec): the seed and the sampling options are ChatTTS's.

@@ -104,9 +104,12 @@ def model_entry(spec: EngineSpec, limits: Limits, own: list) -> dict:
     (OpenAI's names say which of the engine's voices they are) and the organization's own."""
     builtin = []
     for voice in builtin_listing(spec, limits.allowed_voices):
-        engine_id = spec.voice(voice["id"]).id  # type: ignore[union-attr]  # listed: it exists
-        label = voice["name"] if engine_id == voice["id"] else f"{voice['name']} ({engine_id})"
-        builtin.append({"id": voice["id"], "label": label})
+        found = spec.voice(voice["id"])
+        assert found is not None  # listed: it exists
+        label = voice["name"] if found.id == voice["id"] else f"{voice['name']} ({found.id})"
+        # What it sounds like, as its card says it (before: bare ids): "American English, female".
+        said = re.split(r" \(|; |\.$", found.description, maxsplit=1)[0].strip()
+        builtin.append({"id": voice["id"], "label": f"{label} · {said}" if said else label})
     weight = float(limits.model_weights.get(spec.name, 1.0))
     card = engines.card(spec)
     hint = ", ".join(card["languages"]) + (f" · each character billed as {weight:g}" if weight != 1 else "")
