@@ -105,6 +105,7 @@ def card(spec: EngineSpec, allowed: bool = True) -> dict:
         "features": feature_words(spec),
         "options": sorted(spec.options),
         "voices": len(spec.voices),
+        "names": len(spec.voice_ids()) - len(spec.voices),  # OpenAI's names mapped onto those voices
         "allowed": allowed,
         "random_weights": workers.serves_random_weights(spec.name),
     }
