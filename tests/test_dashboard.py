@@ -62,7 +62,7 @@ def test_an_e_mail_address_signs_in_in_any_case_existing_accounts_included(clien
     assert ">E-mail</label>" in client.get("/accounts/password_reset/").content.decode()  # before: "Email"
     client.logout()
     form = client.get("/accounts/login/").content.decode()  # a phone shows its e-mail keyboard (was type=text)
-    assert re.search(r'<input type="email" name="username"[^>]*autocomplete="email"', form), form
+    assert re.search(r'<input type="email" name="username"[^>]*autocomplete="username"', form), form
     for typed in ("Dana.Dev@Example.com", "dana.dev@example.com", " DANA.DEV@EXAMPLE.COM"):
         response = client.post("/accounts/login/", {"username": typed, "password": "correct horse battery"})
         assert response.status_code == 302, typed  # signed in: sent on to the dashboard
@@ -500,6 +500,9 @@ def test_an_owner_creates_voices_uses_one_in_the_playground_and_deletes_it(clien
     signup(client)
     page = client.get("/dashboard/voices")
     assert "0 of 3 voices of your own used" in text(page) and "alloy" in text(page)
+    shown = page.content.decode()  # the library first, then the form (before: the form above the library)
+    assert shown.index('id="builtin-title"') < shown.index("<h2>Create a voice</h2>")
+    assert '<a href="#create-voice">Create a voice of your own</a>' in shown
     created = client.post(
         "/dashboard/voices",
         {"name": "Narrator", "description": "Calm and slow.", "model": "chattts", "source": "seed", "seed": "42"},
@@ -527,7 +530,8 @@ def test_an_owner_creates_voices_uses_one_in_the_playground_and_deletes_it(clien
 
     playground = client.get(f"/dashboard/playground?voice={voice.id}")
     assert f'<option value="{voice.id}" selected>Narrator</option>'.encode() in playground.content
-    assert b'<option value="alloy">alloy</option>' in playground.content  # the built-in ones first
+    built_in = '<option value="alloy">alloy · Seed 1111: a fixed random speaker</option>'  # built-in first
+    assert built_in in playground.content.decode()
     assert b'<option value="nova" selected>' in client.get("/dashboard/playground?voice=nova").content
 
     deleted = client.post(f"/dashboard/voices/{voice.id}/delete")

@@ -38,9 +38,10 @@ class SignInForm(AuthenticationForm):
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        # The account's name is its e-mail address: a phone's keyboard with "@", the browser's autofill.
+        # The account's name is its e-mail address: a phone's keyboard with "@" (autocomplete stays
+        # "username": what password managers save the sign-in under).
         field = self.fields["username"]
-        field.widget = forms.EmailInput(attrs={**field.widget.attrs, "autocomplete": "email"})
+        field.widget = forms.EmailInput(attrs=field.widget.attrs)
 
 
 class SignInView(auth_views.LoginView):
