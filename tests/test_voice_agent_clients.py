@@ -23,7 +23,8 @@ from pipecat.pipeline.task import PipelineParams, PipelineTask
 from pipecat.processors.frame_processor import FrameDirection, FrameProcessor
 from pipecat.services.openai.tts import OpenAITTSService
 
-from inference.kokoro.forward import MIDDLE_WINDOW_FRAMES
+from inference.kokoro.engine import EDGE_FRAMES
+from inference.kokoro.forward import FIRST_WINDOW_FRAMES, MIDDLE_WINDOW_FRAMES
 from inference.kokoro.text import SAMPLES_PER_FRAME
 from synthesis.audio import streams
 from synthesis.models import Job
@@ -136,7 +137,12 @@ def test_an_interruption_stops_the_workers_row_at_its_next_window(real_stack, ow
     # The first sentence was decoded in windows; the one being decoded as the stream closed may still
     # go out, nothing after it; no later sentence began.
     assert audio_after <= 2 * MIDDLE_WINDOW_FRAMES * SAMPLES_PER_FRAME, audio_after
-    assert not [f for _, f in events if f["type"] == "segment"], "a whole sentence was made after the interruption"
+    captions = [json.loads(f["caption"]) for _, f in events if f["type"] == "segment"]
+    assert [int(f["last"]) for _, f in events if f["type"] == "segment"] in ([], [0]), "a later sentence began"
+    first_sentence_out = sum(len(f["pcm"]) for _, f in events if f["type"] == "audio") / 2 / RATE
+    assert not captions or captions[0]["end"] <= first_sentence_out + 0.01  # its caption: only what went out
+    windows = (FIRST_WINDOW_FRAMES + MIDDLE_WINDOW_FRAMES + EDGE_FRAMES) * SAMPLES_PER_FRAME / RATE
+    assert first_sentence_out <= windows, first_sentence_out  # at most the window being made as it closed
     (ended,) = [at for at, f in events if f["type"] == "error"]
     first_window = next(at for at, f in events if f["type"] == "audio") - events[0][0]
     # From the close to the worker's end: at most one window's making (the first one's, as the worker
