@@ -84,9 +84,10 @@ class Batcher:
         self.gather_seconds = gather_seconds
         self.chunk_tokens = chunk_tokens
         # An engine that makes each sentence whole: a live job's first sentence runs without its
-        # next ones in the same batch (its first audio is one sentence away), and a job's later
-        # sentences follow in growing groups (`JobRun.ahead`: 1, 1, 2, 4, …), each made while the
-        # audio before it plays; rows of other jobs fill the rest of each forward.
+        # next ones in the same batch (its first audio is one sentence away), and its later
+        # sentences follow one a forward (`JobRun.ahead`; an asynchronous job's in growing groups,
+        # 1, 1, 2, 4, …), each made while the audio before it plays; rows of other jobs fill the
+        # rest of each forward.
         self.first_alone = engine.spec.features.streaming == "sentences"
         self._waiting: list[JobRun] = []  # claimed jobs with segments not yet in a batch
         self._done: dict[str, threading.Event] = {}

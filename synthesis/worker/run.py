@@ -148,10 +148,12 @@ class JobRun:
     @property
     def ahead(self) -> int:
         """Rows of this job that may be in flight at once on an engine that makes each sentence
-        whole: as many as have ended, at least one. Its sentences go 1, 1, 2, 4, … a forward, each
-        forward started as the one before it ends: the next audio is made while the audio before
-        it plays, instead of every later sentence arriving together at the end (the batcher)."""
-        return max(1, len(self.ended))
+        whole. A live job's: one, in order: each sentence is made while the one before it plays
+        (Kokoro makes a sentence in about half its length on two CPU cores, far less on a GPU) and
+        reaches the listener before the next one is made, never together with it; other jobs' rows
+        fill the rest of each forward. An asynchronous job's: as many as have ended, at least one
+        (1, 1, 2, 4, … a forward: nobody listens as it is made, fewer forwards)."""
+        return 1 if self.job.interactive else max(1, len(self.ended))
 
     def stop_requested(self) -> bool:
         """A cancel request (checked at most every STOP_CHECK_SECONDS) or the time limit."""

@@ -1,7 +1,8 @@
 """How the worker's batcher fills a batch, per engine: an engine that makes each sentence whole
 (Kokoro) runs a live job's first sentence without its next ones, so its first audio is one sentence
-away; its later sentences follow in growing groups (1, 1, 2, 4, … as many as have ended), each made
-while the audio before it plays, and other jobs' rows fill the room. An engine that streams tokens
+away; its later sentences follow one a forward, in order, each made while the one before it plays and
+sent before the next is made; an asynchronous job's in growing groups (1, 1, 2, 4, … as many as have
+ended); other jobs' rows fill the room. An engine that streams tokens
 (ChatTTS) takes up to the batch's room of one job at once. The engine here is only a spec: filling
 never calls it."""
 
@@ -41,8 +42,8 @@ class Run:
         return self.scheduled - self.ended
 
     @property
-    def ahead(self) -> int:
-        return max(1, self.ended)
+    def ahead(self) -> int:  # JobRun.ahead's rule
+        return 1 if self.interactive else max(1, self.ended)
 
     def next_row(self):
         self.taken.append(self.scheduled)
@@ -67,11 +68,12 @@ def test_a_live_jobs_first_sentence_runs_alone_on_an_engine_that_makes_sentences
     assert rows == ["a:0"]  # its first audio does not wait for three more sentences
     assert b._fill(4)[0] == []  # nothing more of it while its first sentence is made
     made = []
-    for ended in (1, 2, 4, 8):  # each forward starts as the one before it ends
+    for ended in (1, 2, 3, 4):  # each forward starts as the one before it ends
         run.ended = ended
         made.append(b._fill(4)[0])
-    # Growing groups: the next sentence is made while the ones before it play, not all at the end.
-    assert made == [["a:1"], ["a:2", "a:3"], ["a:4", "a:5", "a:6", "a:7"], ["a:8"]]
+    # One a forward, in order: each sentence reaches the listener before the next is made (before:
+    # groups of 1, 2, 4, whose sentences arrived together).
+    assert made == [["a:1"], ["a:2"], ["a:3"], ["a:4"]]
 
 
 def test_other_jobs_fill_the_room_a_streams_next_sentence_leaves():
@@ -82,7 +84,7 @@ def test_other_jobs_fill_the_room_a_streams_next_sentence_leaves():
     live.ended = other.ended = 1
     assert b._fill(4)[0] == ["a:1", "j:1"]
     live.ended = other.ended = 2
-    assert b._fill(4)[0] == ["a:2", "j:2", "a:3", "j:3"]
+    assert b._fill(4)[0] == ["a:2", "j:2", "j:3"]  # the live one, one at a time; the job's group grows
 
 
 def test_each_live_jobs_first_sentence_comes_before_anyones_second():
