@@ -15,6 +15,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from accounts.models import Organization
+from billing import offer
 from dashboard.views.docs import render_markdown, websocket_protocol
 
 pytestmark = pytest.mark.django_db
@@ -129,12 +130,24 @@ def test_the_examples_use_the_real_base_url_and_the_key_from_the_environment(cli
     assert curl[curl.index("-H") + 1] == "Authorization: Bearer $TTS_API_KEY"
     assert "$TTS_API_KEY" in text["snippet-curl"]  # unquoted by the shell: read from the environment
     body = json.loads(curl[curl.index("-d") + 1])
-    assert body == {"model": "tts-1", "input": "Hello!", "voice": "alloy", "response_format": "mp3"}
+    # The model it speaks with, by name (before: "tts-1", which says nothing of it; the keys page's curl named none).
+    default = offer.default_spec().name
+    assert body == {"model": default, "input": "Hello!", "voice": "alloy", "response_format": "mp3"}
     assert curl[-2:] == ["-o", "hello.mp3"]
 
     python = text["snippet-python"]
     compile(python, "snippet-python", "exec")
     assert 'OpenAI(base_url="http://testserver/v1", api_key=os.environ["TTS_API_KEY"])' in python
+    assert f'model="{default}"' in python
+    # One set everywhere: a new key's panel shows the very same curl and Python.
+    client.post("/dashboard/keys", {"name": "panel", "kind": "standard", "expires": "never"})
+    keys = client.get("/dashboard/keys").content.decode()
+    for name in ("snippet-curl", "snippet-python"):
+        shown = re.search(rf'<pre class="snippet" id="{name}">(.*?)</pre>', keys, re.S)
+        assert shown and html.unescape(shown.group(1)) == text[name], name
+    assert markup.index('id="quick-start"') < markup.index('id="guides-title"')  # the examples first
+    overview = client.get("/dashboard/").content.decode()
+    assert 'href="/dashboard/docs#quick-start">Call the API with it' in overview
     websocket = text["snippet-websocket"]
     compile(websocket, "snippet-websocket", "exec")
     assert 'websockets.connect("ws://testserver/v1/audio/stream"' in websocket

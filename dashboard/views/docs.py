@@ -24,6 +24,7 @@ from markdown_it.token import Token
 
 from billing import offer
 from billing.limits import limits_for
+from synthesis.api.defaults import default_model
 from synthesis.api.reference import GUIDES
 
 from .. import engines
@@ -225,8 +226,10 @@ def guide_doc(name: str, origin: str = "http://localhost:8000") -> RenderedDoc:
     return render_markdown(text, f"{name}-", guide=name)
 
 
-def snippets(base_url: str) -> list[Snippet]:
-    """Examples that run as pasted once TTS_API_KEY is exported: the key is never on the page."""
+def snippets(base_url: str, model: str) -> list[Snippet]:
+    """Examples that run as pasted once TTS_API_KEY is exported: the key is never on the page. They
+    name the `model` they speak with (the organization's default), not OpenAI's `tts-1`, which means
+    the same here but says nothing of it. One set: the Docs page's Quick start and a new key's panel."""
     stream_url = re.sub(r"^http", "ws", base_url) + "/audio/stream"
     return [
         Snippet("snippet-env", "Your key in the environment", 'export TTS_API_KEY="paste your API key here"'),
@@ -236,7 +239,7 @@ def snippets(base_url: str) -> list[Snippet]:
             f'curl "{base_url}/audio/speech" \\\n'
             '  -H "Authorization: Bearer $TTS_API_KEY" \\\n'
             '  -H "Content-Type: application/json" \\\n'
-            """  -d '{"model": "tts-1", "input": "Hello!", "voice": "alloy", "response_format": "mp3"}' \\\n"""
+            f"""  -d '{{"model": "{model}", "input": "Hello!", "voice": "alloy", "response_format": "mp3"}}' \\\n"""
             "  -o hello.mp3",
         ),
         Snippet(
@@ -246,7 +249,7 @@ def snippets(base_url: str) -> list[Snippet]:
             "from openai import OpenAI\n\n"
             f'client = OpenAI(base_url="{base_url}", api_key=os.environ["TTS_API_KEY"])\n'
             "with client.audio.speech.with_streaming_response.create(\n"
-            '    model="tts-1", voice="alloy", input="Hello!", response_format="mp3"\n'
+            f'    model="{model}", voice="alloy", input="Hello!", response_format="mp3"\n'
             ") as response:\n"
             '    response.stream_to_file("hello.mp3")',
         ),
@@ -283,8 +286,8 @@ def docs(request):
         "docs",
         base_url=base_url,
         models=[engines.card(spec, spec.name in allowed) for spec in offer.served()],
-        default_model=offer.default_spec().name,
-        snippets=snippets(base_url),
+        default_model=default_model(request.principal.organization),
+        snippets=snippets(base_url, default_model(request.principal.organization)),
         guides=[(name, title, what) for name, (title, what) in GUIDES.items()],
         protocol=websocket_protocol(request.build_absolute_uri("/").rstrip("/")),
         ssml=ssml_guide(),

@@ -16,7 +16,7 @@ from tts_saas.errors import ApiError
 
 from ..access import member_required, page, require_active
 from ..keyforms import ROTATION_GRACE, KeySettingsForm
-from .keys import NEW_KEY, with_usage
+from .keys import NEW_KEY, new_key_examples, with_usage
 
 
 def viewed_key(request, prefix: str) -> ApiKey:
@@ -60,7 +60,7 @@ def key_page(request, prefix: str):
         key=key,
         form=form,
         created=request.session.pop(NEW_KEY, None),
-        base_url=request.build_absolute_uri("/v1").rstrip("/"),
+        **new_key_examples(request),
         can_change=key.revoked_at is None and request.principal.organization.suspended_at is None,
         graces=ROTATION_GRACE,
     )

@@ -15,9 +15,11 @@ from accounts.models import ApiKey
 from accounts.tenancy import scoped
 from billing import quota
 from billing.models import KeyQuotaPeriod
+from synthesis.api.defaults import default_model
 
 from ..access import member_required, page, require_active
 from ..keyforms import KeyChangeForm, KeyForm, access_of, name_taken
+from .docs import snippets
 
 NEW_KEY = "new_api_key"  # the session's one-time copy of a key just created
 
@@ -61,7 +63,7 @@ def keys(request):
         revoked_count=every.filter(revoked_at__isnull=False).count(),
         form=form,
         created=created,
-        base_url=request.build_absolute_uri("/v1").rstrip("/"),
+        **new_key_examples(request),
         can_manage=request.principal.is_admin,
         can_create=request.principal.organization.suspended_at is None,
     )
@@ -127,3 +129,11 @@ def change_key(request, prefix: str):
         actions.update_key(key, request.principal, {"name": name})
         messages.info(request, f"Key {key.prefix} is now named {name}.")
     return redirect("dashboard:key", key.prefix)
+
+
+def new_key_examples(request) -> dict:
+    """What a new key's panel shows beside its secret: the Docs page's curl and Python, the same
+    ones (the panel's export line carries the key itself)."""
+    base_url = request.build_absolute_uri("/v1").rstrip("/")
+    shown = snippets(base_url, default_model(request.principal.organization))
+    return {"base_url": base_url, "snippets": [x for x in shown if x.id in ("snippet-curl", "snippet-python")]}

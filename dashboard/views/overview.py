@@ -55,8 +55,9 @@ def getting_started(org, session) -> list[dict] | None:
         {"done": scoped(ApiKey, org).exists(), "text": "Create an API key", "url": "dashboard:keys"},
         {
             "done": scoped(UsageEvent, org).filter(api_key__isnull=False).exists(),
-            "text": "Call the API with it (the Keys page shows a curl that works)",
+            "text": "Call the API with it (Docs, Quick start: a curl and Python that run as pasted)",
             "url": "dashboard:docs",
+            "anchor": "#quick-start",
         },
         {
             "done": scoped(UsageEvent, org).filter(api_key__isnull=True).exists(),
