@@ -64,6 +64,12 @@ def test_reloading_the_keys_page_creates_no_second_key_and_a_taken_name_is_refus
     with browser_page() as page:
         sign_up(page, base, "reload@example.com", "Reload Co")
         page.goto(f"{base}/dashboard/keys")
+        # The list before the form; the expiry date only once "On a date" is picked (it showed beside "Never").
+        assert page.locator(".keys-table").bounding_box()["y"] < page.locator("#id_name").bounding_box()["y"]
+        assert page.locator("#id_expires_on").is_hidden()
+        page.select_option("#id_expires", "date")
+        assert page.locator("#id_expires_on").is_visible()
+        page.select_option("#id_expires", "never")
         page.fill("#id_name", "ci")
         page.click("text=Create key")
         secret = page.locator("#new-key").inner_text()
