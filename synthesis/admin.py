@@ -3,6 +3,7 @@ from __future__ import annotations
 from django.contrib import admin
 
 from accounts.admin import ReadOnlyAdmin
+from billing.admin import key_label, seconds_label
 from synthesis.models import Job
 from synthesis.webhook_models import WebhookDelivery, WebhookEndpoint
 from tts_saas.outbound import without_credentials
@@ -23,13 +24,8 @@ class JobAdmin(admin.ModelAdmin):
     readonly_fields = [f.name for f in Job._meta.fields]
     list_select_related = ("organization", "api_key")
 
-    @admin.display(description="key", ordering="api_key__name")
-    def key(self, job: Job) -> str:
-        return f"{job.api_key.name} (tts_{job.api_key.prefix}_…)" if job.api_key else "dashboard"
-
-    @admin.display(description="audio", ordering="audio_seconds")
-    def audio(self, job: Job) -> str:
-        return f"{job.audio_seconds:.1f} s"
+    key = admin.display(description="key", ordering="api_key__name")(lambda self, row: key_label(row))
+    audio = admin.display(description="audio", ordering="audio_seconds")(lambda self, row: seconds_label(row))
 
     def has_add_permission(self, request) -> bool:
         return False
