@@ -64,6 +64,8 @@ class OrganizationForm(forms.ModelForm):
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
+        if "default_model" not in self.fields:  # the add page: read-only until the organization exists
+            return
         served = [(spec.name, f"{spec.title} ({spec.name})") for spec in offer.served()]
         current = self.initial.get("default_model") or ""
         if current and current not in dict(served):  # stored, no longer served: shown, and refused on save

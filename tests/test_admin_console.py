@@ -156,6 +156,7 @@ def test_the_console_refuses_an_organizations_settings_the_api_would_refuse(admi
         and "[]" not in shown.split('name="browser_origins"')[1][:200]
     )
     assert '<option value="kokoro" selected>' in shown and 'name="created_at"' not in shown  # created_at: read-only
+    assert admin_client.get("/admin/accounts/organization/add/").status_code == 200  # (its model is read-only there)
     assert AuditEvent.objects.filter(organization=org, action="staff.changed", actor_type="staff").exists()
 
 

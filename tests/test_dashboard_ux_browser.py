@@ -378,8 +378,20 @@ def test_an_ended_session_is_said_and_what_was_typed_stays(live_stack):
         assert page.evaluate("window.ttsPlayground.error") == "session"
         assert "Your session ended: sign in again" in page.locator("#pg-status").inner_text()
         assert page.input_value("#pg-text") == "Words worth keeping."
-        log_in(page, base, "ended@example.com")
-        page.wait_for_url(f"{base}/dashboard/")
+        # Signed in again elsewhere in the same browser (another tab), as the message says: the new
+        # session comes with a new CSRF token, which the kept page reads when Play is clicked.
+        http = page.context.request
+        form = http.get(f"{base}/accounts/login/").text()
+        token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', form).group(1)
+        signed = http.post(
+            f"{base}/accounts/login/",
+            form={"csrfmiddlewaretoken": token, "username": "ended@example.com", "password": PASSWORD},
+            headers={"Referer": f"{base}/accounts/login/"},
+        )
+        assert signed.ok and signed.url.endswith("/dashboard/")
+        page.click("#pg-play")
+        page.wait_for_function("window.ttsPlayground.ended || window.ttsPlayground.error === 'ticket'", timeout=60_000)
+        assert page.evaluate("window.ttsPlayground.error") is None
         page.goto(f"{base}/dashboard/voices")
         page.context.clear_cookies(name="sessionid")
         page.locator("button.preview").first.click()

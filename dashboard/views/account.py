@@ -24,7 +24,7 @@ from billing.stripe_client import configured as stripe_configured
 from ..access import SESSION_ORG, member_required
 from ..forms import AcceptForm, OrganizationForm, SignupForm
 from ..mail import delivers_nothing
-from ..operator import contact_link, operator_contact
+from ..operator import contact_link
 from ..throttles import posted, throttled
 
 BACKEND = "accounts.backends.CaseInsensitiveEmailBackend"  # the one in settings.AUTHENTICATION_BACKENDS
@@ -67,8 +67,9 @@ class ResetForm(PasswordResetForm):
 
 
 def _mail_context() -> dict:
-    """What the reset pages say where this server sends no e-mail: whom to ask instead."""
-    contact = operator_contact()
+    """What the reset pages say where this server sends no e-mail: whom to ask instead, as the
+    operator published it (not the first superuser's address: these pages are for anyone)."""
+    contact = settings.TTS_OPERATOR_CONTACT
     return {"delivers_mail": not delivers_nothing(), "contact": contact_link(contact), "contact_text": contact}
 
 

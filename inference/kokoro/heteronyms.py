@@ -18,7 +18,7 @@ without stress (untagged, every "in" was stressed).
 
 from __future__ import annotations
 
-VERSION = "heteronyms-2"  # part of the model version (g2p.versions): change it with a rule
+VERSION = "heteronyms-3"  # part of the model version (g2p.versions): change it with a rule
 
 VERB_BEFORE = frozenset(
     "i you we they he she it who to will would can could should shall must may might not never "
@@ -51,7 +51,7 @@ def tag(mtokens) -> None:
         elif not tk.tag and word in ("a", "in") and _word_follows(mtokens, i):
             if tk.text == "a" or (tk.text == "A" and not previous):
                 tk.tag = "DT"
-            elif word == "in":
+            elif word == "in" and previous not in PARTICLE_VERBS:  # "log in to", "came in at": stressed
                 tk.tag = "IN"
         if any(c.isalnum() for c in tk.text):
             previous = word
@@ -59,7 +59,13 @@ def tag(mtokens) -> None:
             previous = ""
 
 
-SENTENCE_ENDS = frozenset(".!?")
+SENTENCE_ENDS = frozenset([".", "!", "?", "…", "..."])
+# Verbs whose "in" is a particle, stressed ("log in", "sign in", "check in", "came in").
+PARTICLE_VERBS = frozenset(
+    "log logs logged logging sign signs signed signing check checks checked checking plug plugs plugged "
+    "come comes came coming give gives gave giving break breaks broke fill fills filled fit fits fitted "
+    "move moves moved drop drops dropped tune tuned turn turns turned hand hands handed".split()
+)
 
 
 def _word_follows(mtokens, i: int) -> bool:

@@ -24,7 +24,8 @@ them (`after`), on English text only.
 - Phone numbers are read digit by digit in their groups ("555-0100": "five five five, zero one zero
   zero"; "+44 20 7946 0958"): the grammars read "555-0100" as "five hundred fifty five negative oh one
   hundred" and an international number as cardinals. A local number is three digits (the first 2-9,
-  as exchanges are) and four, so "pages 100-1000" stays a range.
+  as exchanges are) and four, with an area code, or near a word that says so ("call us at 555-0100"):
+  "500-1000 people" and "pages 250-1000" stay ranges.
 - A range of years ("1990-2000") is "nineteen ninety to two thousand"; the grammars read both as
   cardinals ("one thousand nine hundred ninety to two thousand").
 - "hr", "hrs", "min(s)" and "sec(s)" after a number are hours, minutes, seconds (the grammars left
@@ -41,7 +42,7 @@ import re
 
 from num2words import num2words
 
-VERSION = "en/4"  # part of the model version (normalizer_version): change it when a rule changes
+VERSION = "en/5"  # part of the model version (normalizer_version): change it when a rule changes
 
 _NAME = r"(?:[A-Z][a-z]+|\d+(?:st|nd|rd|th))"
 _STREET = re.compile(rf"\b({_NAME}) St\.")
@@ -88,7 +89,12 @@ _TITLED = re.compile(rf"\b({_TITLE} [A-Z][a-z]+(?: [A-Z][a-z]+)?) {_ROMAN}\b")
 _NAMED = re.compile(rf"\b({_REGNAL_NAMES}) {_ROMAN}\b")
 _ROMAN_VALUES = {"I": 1, "V": 5, "X": 10}
 _DIGITS = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine")
-_LOCAL_PHONE = re.compile(r"(?<![\w.,/+-])(?:1-)?(?:\d{3}-|\(\d{3}\) ?)?[2-9]\d{2}-\d{4}(?![\w-]|[.,]\d)")
+_LOCAL_PHONE = re.compile(r"(?<![\w.,/+$€£-])(1-)?(\d{3}-|\(\d{3}\) ?)?[2-9]\d{2}-\d{4}(?![\w-]|[.,]\d)")
+# A bare "555-0100" is a phone number only near a word that says so ("500-1000 people" is a range).
+_PHONE_CUE = re.compile(
+    r"\b(?:call|calls|called|calling|phone|telephone|tel|dial|fax|text|number|mobile|cell|reach)\b\W*(?:\w+\W+){0,3}$",
+    re.I,
+)
 _INTERNATIONAL_PHONE = re.compile(r"(?<![\w+])\+\d{1,3}(?:[ .-]?\(\d{1,4}\)\d{0,4}|[ .-]\d{1,4}){2,6}(?![\w-]|[.,]\d)")
 _YEARS = re.compile(r"(?<![\w.,/-])((?:1[1-9]|20)\d\d)\s?[-–]\s?((?:1[1-9]|20)\d\d)(?![\w-]|[.,]\d)")
 _TIME_UNITS = {"hr": ("hour", "hours"), "min": ("minute", "minutes"), "sec": ("second", "seconds")}
@@ -139,6 +145,12 @@ def _numeric_date(m: re.Match) -> str:
     return m.group(0)
 
 
+def _local_phone(m: re.Match) -> str:
+    if m.group(1) or m.group(2) or _PHONE_CUE.search(m.string, 0, m.start()):
+        return _phone(m)
+    return m.group(0)
+
+
 def _phone(m: re.Match) -> str:
     groups = re.findall(r"\d+", m.group(0))
     spoken = ", ".join(" ".join(_DIGITS[int(d)] for d in group) for group in groups)
@@ -147,7 +159,8 @@ def _phone(m: re.Match) -> str:
 
 def _years(m: re.Match) -> str:
     first, last = int(m.group(1)), int(m.group(2))
-    return f"{_year(first)} to {_year(last)}" if first < last else m.group(0)
+    joined = "and" if re.search(r"\bbetween\s+$", m.string[max(0, m.start() - 10) : m.start()], re.I) else "to"
+    return f"{_year(first)} {joined} {_year(last)}" if first < last else m.group(0)
 
 
 def _time_unit(m: re.Match) -> str:
@@ -202,7 +215,7 @@ def before(text: str) -> str:
     text = _DRIVE.sub(r"\1 Drive", text)
     text = _MONEY.sub(_money, text)
     text = _INTERNATIONAL_PHONE.sub(_phone, text)
-    text = _LOCAL_PHONE.sub(_phone, text)
+    text = _LOCAL_PHONE.sub(_local_phone, text)
     text = _YEARS.sub(_years, text)
     text = _TIME_UNIT.sub(_time_unit, text)
     text = _DAY_FIRST.sub(_day_first, text)

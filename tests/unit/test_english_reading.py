@@ -58,6 +58,9 @@ from inference.text.preparation import normalize, split_sentences
         ("Her number is (212) 555-7890.", "Her number is two one two, five five five, seven eight nine zero."),
         ("Dial +44 20 7946 0958.", "Dial plus four four, two zero, seven nine four six, zero nine five eight."),
         ("Read pages 100-1000.", "Read pages one hundred to one thousand."),
+        ("We expect 500-1000 people.", "We expect five hundred to one thousand people."),  # no phone nearby
+        ("My number is 555-0100.", "My number is five five five, zero one zero zero."),
+        ("Born between 1999-2000.", "Born between nineteen ninety-nine and two thousand."),
         # Ranges of years, hours and minutes, dates written day first.
         ("The years 1990-2000 were good.", "The years nineteen ninety to two thousand were good."),
         ("It lasts 10 hrs on a charge.", "It lasts ten hours on a charge."),

@@ -43,6 +43,7 @@ def test_a_heteronym_is_read_by_the_word_before_it(text, reading):
         ("Grade A students.", "A", "ˈA"),
         ("We live in Paris.", "in", "ɪn"),  # a preposition, unstressed
         ("Come in.", "in", "ˈɪn"),
+        ("Log in to your account.", "in", "ˈɪn"),  # a particle: stressed
     ],
 )
 def test_the_article_and_a_preposition_are_read_as_function_words(text, word, reading):
