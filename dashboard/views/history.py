@@ -17,6 +17,7 @@ import redis
 from django import forms
 from django.conf import settings
 from django.core.paginator import Paginator
+from django.db.models.functions import Left
 from django.http import FileResponse, Http404, HttpResponse, StreamingHttpResponse
 from django.urls import reverse
 from django.utils.http import content_disposition_header
@@ -157,6 +158,7 @@ def row_audio(event: UsageEvent, job: Job | None, in_cache: set[str] | None) -> 
 
 PREVIEW_INPUTS = frozenset({PREVIEW_TEXT, *PREVIEW_TEXTS.values()})
 TEXT_SHOWN = 160  # characters of a request's input shown in its row
+INPUT_READ = 400  # characters of it read (spaces collapse; the preview texts are shorter)
 
 
 def request_kind(event: UsageEvent, job: Job | None) -> str:
@@ -166,7 +168,7 @@ def request_kind(event: UsageEvent, job: Job | None) -> str:
         if event.cached:
             return "Voice preview, replayed from the cache (not billed)" if preview else "Replayed from the audio cache"
         return "Request"
-    if preview and job.input in PREVIEW_INPUTS:
+    if preview and job.input_start in PREVIEW_INPUTS:
         return "Voice preview (not billed)"
     if not job.interactive:
         return "Asynchronous job"
@@ -179,7 +181,7 @@ def request_text(job: Job | None) -> str:
         return ""
     if job.zero_retention:
         return "(text not kept: zero retention)"
-    text = " ".join(job.input.split())
+    text = " ".join(job.input_start.split())
     return text if len(text) <= TEXT_SHOWN else text[: TEXT_SHOWN - 1] + "…"
 
 
@@ -198,7 +200,6 @@ def history(request):
         .only(
             "id",
             "status",
-            "input",
             "interactive",
             "response_format",
             "result",
@@ -208,6 +209,7 @@ def history(request):
             "error_code",
             "error_message",
         )
+        .annotate(input_start=Left("input", INPUT_READ))  # what the row shows, not a long job's whole text
         .in_bulk(job_ids)
     )
     in_cache = cached_keys(
