@@ -79,9 +79,8 @@ def require_active(request) -> None:
         raise PermissionDenied(exc.message) from exc
 
 
-def billing_notice(org) -> str:
+def billing_notice(sub) -> str:
     """A banner for every page while a payment is overdue or the organization is suspended for it."""
-    sub = subscription_for(org)
     if sub.billing_status == BillingStatus.PAST_DUE and sub.past_due_since is not None:
         ends = grace_ends(sub)
         return f"A payment failed. Service continues until {ends:%Y-%m-%d %H:%M} UTC; pay the open invoice to keep it."
@@ -90,21 +89,23 @@ def billing_notice(org) -> str:
     return ""
 
 
-def suspension(org) -> dict | None:
+def suspension(org, sub) -> dict | None:
     """A banner for every page while an operator has suspended the organization (a suspension for
     non-payment has the billing banner): the reason, and whom to ask."""
-    if not org.is_suspended or subscription_for(org).billing_status == BillingStatus.SUSPENDED:
+    if not org.is_suspended or sub.billing_status == BillingStatus.SUSPENDED:
         return None
     contact = operator_contact()
     return {"reason": org.suspension_reason, "contact": contact_link(contact), "contact_text": contact}
 
 
 def page(request, template: str, nav: str, **context):
+    org = request.membership.organization
+    sub = subscription_for(org)  # read once for both banners
     context.update(
-        billing_notice=billing_notice(request.membership.organization),
-        suspension=suspension(request.membership.organization),
+        billing_notice=billing_notice(sub),
+        suspension=suspension(org, sub),
         nav=nav,
-        current_org=request.membership.organization,
+        current_org=org,
         memberships=request.memberships,
         membership=request.membership,
         now=timezone.now(),

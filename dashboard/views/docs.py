@@ -279,6 +279,7 @@ def snippets(base_url: str, model: str) -> list[Snippet]:
 @member_required
 def docs(request):
     base_url = request.build_absolute_uri("/v1")
+    model = default_model(request.principal.organization)
     allowed = {spec.name for spec in offer.allowed_specs(limits_for(request.principal.organization))}
     return page(
         request,
@@ -286,8 +287,8 @@ def docs(request):
         "docs",
         base_url=base_url,
         models=[engines.card(spec, spec.name in allowed) for spec in offer.served()],
-        default_model=default_model(request.principal.organization),
-        snippets=snippets(base_url, default_model(request.principal.organization)),
+        default_model=model,
+        snippets=snippets(base_url, model),
         guides=[(name, title, what) for name, (title, what) in GUIDES.items()],
         protocol=websocket_protocol(request.build_absolute_uri("/").rstrip("/")),
         ssml=ssml_guide(),

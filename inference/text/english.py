@@ -101,6 +101,7 @@ _TIME_UNITS = {"hr": ("hour", "hours"), "min": ("minute", "minutes"), "sec": ("s
 _TIME_UNIT = re.compile(r"\b(\d+(?:\.\d+)?)\s?(hr|min|sec)(s?)\b(\.(?=\s+[a-z]))?")
 _DAY_FIRST = re.compile(rf"\b(\d{{1,2}})(?:st|nd|rd|th)? {_MONTH}(?:,? (\d{{4}})\b)?(?!\w)")
 _DATE_WORDS = re.compile(r"\b(?:on|from|until|since|after|by|before) $", re.I)
+_BETWEEN = re.compile(r"\bbetween\s+$", re.I)
 
 
 def _roman(numeral: str) -> int:
@@ -145,8 +146,16 @@ def _numeric_date(m: re.Match) -> str:
     return m.group(0)
 
 
+def _before(m: re.Match, pattern: re.Pattern) -> bool:
+    """Whether `pattern` (anchored at its end with `$`) matches the words just before `m`: some 80
+    characters there from a word's start, not the whole text before it (each rule's look stays short
+    on a long text; the patterns look at most a few words back)."""
+    start = m.string.rfind(" ", 0, max(0, m.start() - 80)) + 1
+    return pattern.search(m.string, start, m.start()) is not None
+
+
 def _local_phone(m: re.Match) -> str:
-    if m.group(1) or m.group(2) or _PHONE_CUE.search(m.string, 0, m.start()):
+    if m.group(1) or m.group(2) or _before(m, _PHONE_CUE):
         return _phone(m)
     return m.group(0)
 
@@ -159,7 +168,7 @@ def _phone(m: re.Match) -> str:
 
 def _years(m: re.Match) -> str:
     first, last = int(m.group(1)), int(m.group(2))
-    joined = "and" if re.search(r"\bbetween\s+$", m.string[max(0, m.start() - 10) : m.start()], re.I) else "to"
+    joined = "and" if _before(m, _BETWEEN) else "to"
     return f"{_year(first)} {joined} {_year(last)}" if first < last else m.group(0)
 
 
@@ -170,7 +179,7 @@ def _time_unit(m: re.Match) -> str:
 
 def _day_first(m: re.Match) -> str:
     day, month, year = int(m.group(1)), m.group(2).rstrip("."), m.group(3)
-    said_as_date = year or _DATE_WORDS.search(m.string, 0, m.start())
+    said_as_date = year or _before(m, _DATE_WORDS)
     if not 1 <= day <= 31 or not said_as_date:
         return m.group(0)
     spoken = f"the {num2words(day, lang='en', to='ordinal')} of {_ABBREVIATED.get(month, month)}"
