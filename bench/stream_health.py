@@ -11,13 +11,18 @@ Kokoro worker). For each stream, from its bytes' arrival times:
 
 Then `--barge-in` times: a 6-sentence reply closed at its first byte (the listener spoke), and at
 once the next reply of one sentence: its first audio against the same request's when the worker is
-idle (target: ≤ 1.2x). The closed reply's rows must stop for the next to come early.
+idle (target: ≤ 1.2x). The closed reply's rows must stop for the next to come early. And the stop
+latency: from the client's close to the worker's end of that reply's compute (its job's `error` event,
+stamped by Redis as the worker appended it; target ≤ 250 ms on Kokoro, one step on ChatTTS).
 
 Weights: Kokoro's real ones (var/checkpoints/kokoro-real, voice jf_alpha: real sentence lengths), or
-`--weights full` (the random full-size checkpoint: the random duration head decides lengths). Audio is
-not cached (TTS_CACHE_MAX_ENTRY_BYTES=1): every request is computed.
+`--weights full` (the random full-size checkpoint: the random duration head decides lengths); or
+`--engine chattts` (a random checkpoint of `--size`: noise, whose length the random weights decide; its
+stream is token-streamed, its stop checked at each decoding step). Audio is not cached
+(TTS_CACHE_MAX_ENTRY_BYTES=1): every request is computed.
 
     .venv/bin/python bench/stream_health.py [--sentences 1 3 6 12] [--streams 1 4] [--weights real]
+    .venv/bin/python bench/stream_health.py --engine chattts --size tiny --sentences 1 3 --streams 1
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ from common import ROOT, Stack, checkpoint, setup
 
 BYTES_PER_SECOND = 24000 * 2  # pcm: 24 kHz, 16-bit, mono
 REAL = ROOT / "var" / "checkpoints" / "kokoro-real"
+BODY = {"model": "kokoro", "voice": "jf_alpha", "response_format": "pcm"}  # --engine chattts: its own
 
 
 def sentences() -> list[str]:
@@ -53,7 +59,7 @@ def underrun(arrivals: list[tuple[float, int]]) -> float:
 def stream(base_url: str, key: str, text: str, out: dict) -> None:
     import httpx
 
-    body = {"model": "kokoro", "voice": "jf_alpha", "response_format": "pcm", "input": text}
+    body = {**BODY, "input": text}
     started = time.perf_counter()
     arrivals = []
     with (
@@ -70,22 +76,38 @@ def stream(base_url: str, key: str, text: str, out: dict) -> None:
     out["wall"] = time.perf_counter() - started
 
 
-def barge_in(base_url: str, key: str, long_text: str, short_text: str) -> float:
+def barge_in(base_url: str, key: str, long_text: str, short_text: str, redis) -> tuple[float, float]:
     """A reply closed at its first byte (the listener spoke), then at once the next reply: that
-    reply's first audio (s). The closed reply's sentences must stop for it to come early."""
+    reply's first audio (s), and the closed reply's stop latency (s, from the close to the worker's
+    end of its compute). The closed reply's sentences must stop for the next to come early."""
     import httpx
 
-    body = {"model": "kokoro", "voice": "jf_alpha", "response_format": "pcm", "input": long_text}
+    body = {**BODY, "input": long_text}
     with httpx.Client(timeout=600) as http:
         with http.stream(
             "POST", f"{base_url}/v1/audio/speech", json=body, headers={"Authorization": f"Bearer {key}"}
         ) as r:
+            job_id = r.headers["x-job-id"]
             for chunk in r.iter_bytes():
                 if chunk:
                     break  # the connection closes with the block
+    closed = time.time()
     out: dict = {}
     stream(base_url, key, short_text, out)
-    return out["first"]
+    return out["first"], worker_end(redis, job_id) - closed
+
+
+def worker_end(redis, job_id: str, timeout: float = 60) -> float:
+    """When the worker ended the job's compute: its closing event's Redis stamp (the machine's clock)."""
+    from synthesis.audio.streams import stream_key
+
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        for entry_id, fields in redis.xrange(stream_key(job_id)):
+            if fields.get(b"type") in (b"error", b"end"):
+                return int(entry_id.decode().split("-")[0]) / 1000
+        time.sleep(0.05)
+    raise TimeoutError(f"job {job_id} did not end within {timeout} s")
 
 
 def main() -> None:
@@ -93,10 +115,15 @@ def main() -> None:
         parser.add_argument("--sentences", type=int, nargs="+", default=[1, 3, 6, 12])
         parser.add_argument("--streams", type=int, nargs="+", default=[1, 4])
         parser.add_argument("--weights", default="real", choices=["real", "full"])
+        parser.add_argument("--engine", default="kokoro", choices=["kokoro", "chattts"])
         parser.add_argument("--barge-in", type=int, default=3, help="barge-ins after the table (0: none)")
 
     args = setup(__doc__, runs=1, extra=extra)
-    model_dir = checkpoint("full", "kokoro") if args.weights == "full" else str(REAL)
+    if args.engine == "chattts":
+        model_dir = checkpoint(args.size)
+        BODY.update(model="chattts", voice="alloy")
+    else:
+        model_dir = checkpoint("full", "kokoro") if args.weights == "full" else str(REAL)
     pool = sentences()
     used = [0]
 
@@ -106,7 +133,7 @@ def main() -> None:
         return " ".join(picked)
 
     table = []
-    with Stack(model_dir, engine="kokoro", TTS_MAX_BATCH="8", TTS_CACHE_MAX_ENTRY_BYTES="1") as stack:
+    with Stack(model_dir, engine=args.engine, TTS_MAX_BATCH="8", TTS_CACHE_MAX_ENTRY_BYTES="1") as stack:
         warm = {}
         stream(stack.base_url, stack.key, text(2), warm)  # the path's first-use costs
         for n in args.sentences:
@@ -136,18 +163,22 @@ def main() -> None:
                     table.append(row)
                     print(describe(row), flush=True)
         if args.barge_in:
-            idle, after = [], []
+            idle, after, stops = [], [], []
             for _ in range(args.barge_in):
                 stack.wait_idle()
                 one: dict = {}
                 stream(stack.base_url, stack.key, text(1), one)
                 idle.append(one["first"])
                 stack.wait_idle()
-                after.append(barge_in(stack.base_url, stack.key, text(6), text(1)))
+                first, stop = barge_in(stack.base_url, stack.key, text(6), text(1), stack.redis)
+                after.append(first)
+                stops.append(stop)
             print(
                 f"next reply's first audio: idle {', '.join(f'{x:.2f}' for x in idle)} s; after a barge-in "
                 f"{', '.join(f'{x:.2f}' for x in after)} s; medians {statistics.median(idle):.2f} / "
-                f"{statistics.median(after):.2f} s (x{statistics.median(after) / statistics.median(idle):.2f})",
+                f"{statistics.median(after):.2f} s (x{statistics.median(after) / statistics.median(idle):.2f})\n"
+                f"stop latency (close to the worker's end): {', '.join(f'{x * 1000:.0f}' for x in stops)} ms; "
+                f"median {statistics.median(stops) * 1000:.0f} ms",
                 flush=True,
             )
     print("\n| sentences | streams | audio a stream | first audio p50 / max | underrun mean / max", end="")

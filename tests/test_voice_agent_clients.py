@@ -1,12 +1,13 @@
-"""A voice agent's reply through a framework voice agents are built with: Pipecat's `OpenAITTSService`
-(over the `openai` SDK it wraps, only its base URL and key changed) in a Pipecat pipeline, on Kokoro-82M's
-real weights. A whole reply streams out sentence by sentence, each sentence's audio at the client before
-the worker has made the next one; an interruption (Pipecat's `InterruptionFrame`, what a listener's
-voice raises) closes the stream, and the worker's row stops at its next decoder window.
+"""A voice agent's reply through the clients voice agents are built with: the `openai` SDK's streamed
+speech, and Pipecat's `OpenAITTSService` (over the same SDK, only its base URL and key changed) in a
+Pipecat pipeline, on Kokoro-82M's real weights. A whole reply streams out sentence by sentence, each
+sentence's audio at the client before the worker has made the next one; an interruption (Pipecat's
+`InterruptionFrame`, what a listener's voice raises) closes the stream, and the worker's row stops at its
+next decoder window.
 
 What the worker did is read from its own events, not from thresholds on the wall clock: the job's Redis
-stream, whose entry ids are the milliseconds Redis stamped as the worker appended each event (the client's
-times are the same machine's clock)."""
+stream, whose entry ids are the milliseconds Redis stamped as the worker appended each event (the
+client's times are the same machine's clock)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import asyncio
 import json
 import time
 
+import openai
 import pytest
 import redis
 from pipecat.frames.frames import EndFrame, ErrorFrame, InterruptionFrame, TTSAudioRawFrame, TTSSpeakFrame
@@ -65,14 +67,15 @@ class Ear(FrameProcessor):
             self.errors.append(frame.error)
         await self.push_frame(frame, direction)
 
-    def when_received(self, size: int) -> float:
-        """When the client held `size` bytes of the reply."""
-        total = 0
-        for at, n in self.heard:
-            total += n
-            if total >= size:
-                return at
-        raise AssertionError(f"the client got {total} bytes, not {size}")
+
+def when_received(heard: list[tuple[float, int]], size: int) -> float:
+    """When the client held `size` bytes of the reply (`heard`: arrival time, bytes)."""
+    total = 0
+    for at, n in heard:
+        total += n
+        if total >= size:
+            return at
+    raise AssertionError(f"the client got {total} bytes, not {size}")
 
 
 async def speak(base_url: str, key: str, interrupt: bool) -> tuple[Ear, float]:
@@ -108,24 +111,41 @@ def worker_events(job: Job) -> list[tuple[float, dict[str, str]]]:
     return out
 
 
-def test_a_whole_replys_sentences_reach_the_client_before_the_worker_has_made_the_next(real_stack, owner):
-    ear, _ = asyncio.run(speak(real_stack, owner.key, interrupt=False))
-    assert not ear.errors
-    job = Job.objects.filter(organization=owner.org).latest("created_at")
+def assert_each_sentence_ahead_of_the_next(heard: list[tuple[float, int]], org, read_size: int) -> None:
+    """The reply's four sentences were made by the worker one after another, each one's audio at the
+    client (less the client's own read size: a sentence's last bytes may wait for it) before the
+    worker's event that the next one is made."""
+    job = Job.objects.filter(organization=org).latest("created_at")
     assert job.status == Job.Status.SUCCEEDED and len(job.segments) == 4
     events = worker_events(job)
     # A sentence's caption event is written as its row ends: its audio all made.
     made = {int(f["last"]): at for at, f in events if f["type"] == "segment"}
     ends = {int(f["last"]): json.loads(f["caption"])["end"] for _, f in events if f["type"] == "segment"}
     assert sorted(made) == [0, 1, 2, 3]
-    assert sum(n for _, n in ear.heard) == 2 * int(events[-1][1]["samples"])  # every sample, once
-    chunk = int(RATE * 0.5) * 2  # Pipecat reads the body 0.5 s at a time: a sentence's last bytes may wait for it
+    assert sum(n for _, n in heard) == 2 * int(events[-1][1]["samples"])  # every sample, once
     for k in range(3):
-        got = ear.when_received(max(2, round(ends[k] * RATE) * 2 - chunk))
+        got = when_received(heard, max(2, round(ends[k] * RATE) * 2 - read_size))
         assert got < made[k + 1], (
             f"sentence {k + 1}'s audio reached the client {got - made[k + 1]:+.2f} s after the worker "
             f"made sentence {k + 2}: the reply came out in one piece, not ahead of its listener"
         )
+
+
+def test_the_openai_sdks_stream_gets_each_sentence_before_the_worker_has_made_the_next(real_stack, owner):
+    client = openai.OpenAI(api_key=owner.key, base_url=f"{real_stack}/v1")
+    heard: list[tuple[float, int]] = []
+    with client.audio.speech.with_streaming_response.create(
+        model="kokoro", voice="nova", input=REPLY, response_format="pcm"
+    ) as response:
+        for chunk in response.iter_bytes():
+            heard.append((time.time(), len(chunk)))
+    assert_each_sentence_ahead_of_the_next(heard, owner.org, read_size=0)  # the SDK yields bytes as they come
+
+
+def test_pipecats_whole_reply_gets_each_sentence_before_the_worker_has_made_the_next(real_stack, owner):
+    ear, _ = asyncio.run(speak(real_stack, owner.key, interrupt=False))
+    assert not ear.errors
+    assert_each_sentence_ahead_of_the_next(ear.heard, owner.org, read_size=int(RATE * 0.5) * 2)  # Pipecat: 0.5 s
 
 
 def test_an_interruption_stops_the_workers_row_at_its_next_window(real_stack, owner):

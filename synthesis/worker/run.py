@@ -34,7 +34,7 @@ from synthesis.worker.styling import Styling
 
 logger = logging.getLogger(__name__)
 
-STOP_CHECK_SECONDS = 0.2  # how often a running job looks for a cancel request
+STOP_CHECK_SECONDS = 0.05  # how often a running job looks for a cancel request (one Redis round trip)
 PROGRESS_SECONDS = 0.5  # how often a busy worker says so (waiting requests then keep waiting)
 LEASE_RENEW_SECONDS = 60  # how often a running job holds its concurrency slot for another run limit
 SPOOL_BYTES = 16 * 1024 * 1024  # a job's audio beyond this waits in a temporary file, not in memory
