@@ -17,8 +17,8 @@ stamped by Redis as the worker appended it; target ≤ 250 ms on Kokoro, one ste
 
 Weights: Kokoro's real ones (var/checkpoints/kokoro-real, voice jf_alpha: real sentence lengths), or
 `--weights full` (the random full-size checkpoint: the random duration head decides lengths); or
-`--engine chattts` (a random checkpoint of `--size`: noise, whose length the random weights decide; its
-stream is token-streamed, its stop checked at each decoding step). Audio is not cached
+`--engine chattts` or `voxcpm` (a random checkpoint of `--size`: noise, whose length the random weights
+decide; their streams are made step by step, the stop checked at each step). Audio is not cached
 (TTS_CACHE_MAX_ENTRY_BYTES=1): every request is computed.
 
     .venv/bin/python bench/stream_health.py [--sentences 1 3 6 12] [--streams 1 4] [--weights real]
@@ -115,13 +115,13 @@ def main() -> None:
         parser.add_argument("--sentences", type=int, nargs="+", default=[1, 3, 6, 12])
         parser.add_argument("--streams", type=int, nargs="+", default=[1, 4])
         parser.add_argument("--weights", default="real", choices=["real", "full"])
-        parser.add_argument("--engine", default="kokoro", choices=["kokoro", "chattts"])
+        parser.add_argument("--engine", default="kokoro", choices=["kokoro", "chattts", "voxcpm"])
         parser.add_argument("--barge-in", type=int, default=3, help="barge-ins after the table (0: none)")
 
     args = setup(__doc__, runs=1, extra=extra)
-    if args.engine == "chattts":
-        model_dir = checkpoint(args.size)
-        BODY.update(model="chattts", voice="alloy")
+    if args.engine != "kokoro":
+        model_dir = checkpoint(args.size, args.engine)
+        BODY.update(model=args.engine, voice="alloy")
     else:
         model_dir = checkpoint("full", "kokoro") if args.weights == "full" else str(REAL)
     pool = sentences()
