@@ -3,8 +3,9 @@
 
 A model id is an engine's name (`chattts`, `kokoro`) or that name with its version (`kokoro-v1.0`);
 OpenAI's names (`tts-1`, `tts-1-hd`, `gpt-4o-mini-tts`, TTS_MODEL_ALIASES) and their dated snapshots
-(`gpt-4o-mini-tts-2025-12-15`) mean the deployment's default engine (TTS_DEFAULT_MODEL), or the
-organization's default model where it chose one (`synthesis.api.defaults`). Everything
+(`gpt-4o-mini-tts-2025-12-15`) mean the deployment's default engine (TTS_DEFAULT_MODEL; unset, the
+first served engine whose audio may be sold: a non-commercial model speaks only when named or chosen),
+or the organization's default model where it chose one (`synthesis.api.defaults`). Everything
 about an engine comes from its spec (`inference.registry`): nothing here knows one engine from another.
 """
 
@@ -38,7 +39,11 @@ def served() -> list[EngineSpec]:
 
 
 def default_spec() -> EngineSpec:
+    """The deployment's default engine: TTS_DEFAULT_MODEL where the operator chose one, else the first
+    served engine whose audio may be sold (`EngineSpec.commercial`), else the first served."""
     specs = {spec.name: spec for spec in served()}
+    if not settings.TTS_DEFAULT_MODEL:
+        return next((spec for spec in specs.values() if spec.commercial), next(iter(specs.values())))
     if settings.TTS_DEFAULT_MODEL not in specs:
         raise ImproperlyConfigured(
             f"TTS_DEFAULT_MODEL={settings.TTS_DEFAULT_MODEL} is not one of TTS_ENGINES ({', '.join(specs)})."
@@ -88,7 +93,7 @@ def names_engine(model: str) -> bool:
 def spec_for(model: str) -> EngineSpec:
     """The engine a request's `model` names; 404 `model_not_found` (as OpenAI answers) when this
     deployment does not serve it, naming those it does."""
-    spec = find(model or settings.TTS_DEFAULT_MODEL)
+    spec = find(model) if model else default_spec()
     if spec is None:
         known = f" ({SPECS[model].title} is not served here)" if model in SPECS else ""
         raise ApiError(

@@ -274,8 +274,9 @@ STRIPE_WEBHOOK_TOLERANCE = envint("STRIPE_WEBHOOK_TOLERANCE", 300)  # seconds a 
 # The engines this deployment serves (inference/registry.py: chattts, kokoro, voxcpm), one worker queue
 # each (tts-<engine>); an operator who sells speech serves kokoro and voxcpm (ChatTTS's weights are CC BY-NC).
 TTS_ENGINES = [e.strip() for e in envstr("TTS_ENGINES", "chattts,kokoro").split(",") if e.strip()]
-# The engine OpenAI's model names (tts-1, tts-1-hd, gpt-4o-mini-tts) and requests without `model` use.
-TTS_DEFAULT_MODEL = envstr("TTS_DEFAULT_MODEL", TTS_ENGINES[0] if TTS_ENGINES else "")
+# The engine OpenAI's model names (tts-1, tts-1-hd, gpt-4o-mini-tts) and requests without `model` use;
+# empty: the first of TTS_ENGINES whose audio may be sold, else the first (billing.offer.default_spec).
+TTS_DEFAULT_MODEL = envstr("TTS_DEFAULT_MODEL")
 # TTS_<ENGINE>_MODEL_DIR: each engine's model directory (TTS_MODEL_DIR: ChatTTS's old name); empty: its download.
 TTS_MODEL_DIR = envstr("TTS_MODEL_DIR")
 TTS_MODEL_DIRS = {
