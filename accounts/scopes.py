@@ -1,7 +1,9 @@
-"""What a key may do: scopes, `area:level` strings (OpenAI's restricted keys, Deepgram's scoped
-keys). `write` includes `read`. Every /v1 route names the scope it needs here, by the route's name
-and method, and `billing.policy` checks it once for every call; a route missing from the table is
-refused to every key but one with every scope (a test keeps the table complete).
+"""What a key may do: scopes, `area:level` strings (OpenAI's restricted keys, Deepgram's scoped keys).
+`write` includes `read`; an area whose routes only read (usage, billing, audit) has only `read`, so
+a key lists what it allows (`usage:write`, once listed, is read as `usage:read`). Every /v1 route
+names the scope it needs here, by the route's name and method, and `billing.policy` checks it once
+for every call; a route missing from the table is refused to every key but one with every scope (a
+test keeps the table complete).
 
 Presets: `standard` (everything a tenant's application does: speech, jobs, voices, lexicons, usage
 and billing, no management), `admin` (every scope), `speech` (speech only), `read_only` (reads of
@@ -31,9 +33,16 @@ AREAS = {
 }
 LEVELS = ("read", "write")
 MANAGEMENT = ("keys", "webhooks", "organization", "audit", "tokens")
+READ_ONLY = ("usage", "billing", "audit")  # areas whose routes only read: no `write` level
 
-ALL = frozenset(f"{area}:write" for area in AREAS)
-STANDARD = frozenset(f"{area}:write" for area in AREAS if area not in MANAGEMENT)
+
+def top(area: str) -> str:
+    """The area's highest scope: `area:write`, or `area:read` where the area only reads."""
+    return f"{area}:{'read' if area in READ_ONLY else 'write'}"
+
+
+ALL = frozenset(top(area) for area in AREAS)
+STANDARD = frozenset(top(area) for area in AREAS if area not in MANAGEMENT)
 PRESETS: dict[str, frozenset[str]] = {
     "admin": ALL,
     "standard": STANDARD,
@@ -105,6 +114,8 @@ def needed(route: str | None, method: str) -> str | None:
     area = ROUTES[route]
     if area is None or ":" in area:
         return area
+    if area in READ_ONLY:  # its routes only read; another method is the view's 405, not a scope's 403
+        return f"{area}:read"
     return f"{area}:{'read' if method.upper() in READ_METHODS else 'write'}"
 
 
@@ -135,7 +146,7 @@ def parse(values: object) -> frozenset[str]:
                 f"Unknown scope '{value}': use 'area:read' or 'area:write' with an area of {areas}, "
                 f"or a preset ({presets})."
             )
-        scopes.add(value)
+        scopes.add(top(area) if area in READ_ONLY else value)  # `usage:write`: what it allows, `usage:read`
     return normalized(scopes)
 
 

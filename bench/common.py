@@ -147,6 +147,7 @@ class Stack:
             REDIS_URL=url,
             CELERY_BROKER_URL=url,
             TTS_ENGINES=",".join([engine, *(others or {})]),
+            TTS_DEFAULT_MODEL=engine,  # the engine measured is what model-less requests speak with
             PYTHONUNBUFFERED="1",
             **env,
         )

@@ -26,6 +26,8 @@ class KeyForm(forms.Form):
     EXPIRY = [("never", "Never"), ("30", "In 30 days"), ("90", "In 90 days"), ("date", "On a date")]
 
     ACCESS = [("standard", "Standard"), ("speech", "Speech only"), ("read_only", "Read-only"), ("admin", "Admin")]
+    # Shown folded under "Limits and allowed networks" (also on the key's page, any time later).
+    MORE = ("allowed_ips", "monthly_character_cap", "requests_per_minute")
 
     name = forms.CharField(max_length=200)
     kind = forms.ChoiceField(
@@ -68,6 +70,10 @@ class KeyForm(forms.Form):
         if not admin:  # a member's own key: no management scopes, and theirs
             self.fields["kind"].choices = [c for c in self.ACCESS if c[0] != "admin"]
             del self.fields["owner"]
+
+    def more_open(self) -> bool:
+        """The folded fields are shown: one of them was filled in or is wrong."""
+        return self.is_bound and any(self.data.get(name) or name in self.errors for name in self.MORE)
 
     def clean_allowed_ips(self):
         return networks_field(self.cleaned_data["allowed_ips"])
@@ -149,6 +155,7 @@ class KeySettingsForm(forms.Form):
         stored = frozenset(key.scopes if isinstance(key.scopes, list) else [])
         preset = scopes.preset_of(stored)
         level = {s.partition(":")[0]: s.partition(":")[2] for s in stored}
+        level.update({area: "read" for area in scopes.READ_ONLY if area in level})  # a key from before: `usage:write`
         initial = {
             "name": key.name,
             "access": preset if preset in scopes.PRESETS else "custom",
@@ -169,7 +176,8 @@ class KeySettingsForm(forms.Form):
             offered = [
                 (value, label)
                 for value, label in LEVELS
-                if not value or scopes.allows(viewer, f"{area}:{value}") or level.get(area) == value
+                if not (value == "write" and area in scopes.READ_ONLY)  # it only reads: no write to give
+                and (not value or scopes.allows(viewer, f"{area}:{value}") or level.get(area) == value)
             ]
             field = forms.ChoiceField(choices=offered, required=False, label=area, help_text=words)
             self.fields[f"scope_{area}"] = field

@@ -72,6 +72,19 @@ def uses_database(request: pytest.FixtureRequest) -> bool:
     )
 
 
+# The suite's deployment is an operator who named ChatTTS the default model (TTS_DEFAULT_MODEL): its
+# tests of seeds, speakers, cloning and the playground were written against it. Unset, the default is
+# the first served model whose audio may be sold (tests/unit/test_default_model.py, and the
+# dashboard's own test in tests/test_dashboard_models.py).
+SUITE_DEFAULT_MODEL = "chattts"
+
+
+@pytest.fixture(autouse=True)
+def operator_default_model(settings) -> None:
+    """This process's settings as the live stacks' (`stack.stack_env`): ChatTTS named the default."""
+    settings.TTS_DEFAULT_MODEL = SUITE_DEFAULT_MODEL
+
+
 @pytest.fixture(autouse=True)
 def default_plans(request: pytest.FixtureRequest, django_db_blocker) -> None:
     """The default plans exist in every test that uses the database. The migrations seed them,

@@ -73,6 +73,8 @@ def stack_env(redis_url: str, **extra: str) -> dict[str, str]:
         TTS_LOGIN_RATE="1000/m",
     )
     env.update(extra)
+    if "TTS_DEFAULT_MODEL" not in extra:  # the suite's operator named ChatTTS the default, where it is served
+        env["TTS_DEFAULT_MODEL"] = "chattts" if "chattts" in env["TTS_ENGINES"].split(",") else ""
     return env
 
 

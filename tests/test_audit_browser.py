@@ -19,6 +19,7 @@ def test_an_owner_finds_what_was_done_on_the_audit_page(live_stack):
         page.goto(f"{base}/dashboard/keys")
         page.fill("#id_name", "backend")
         page.select_option("#id_kind", "speech")
+        page.click("#key-more summary")  # limits and networks are folded
         page.fill("#id_allowed_ips", "203.0.113.0/24")
         page.click("text=Create key")
         page.locator("#new-key").wait_for()

@@ -92,6 +92,20 @@ def test_the_playground_offers_the_plans_models_with_their_licences_and_each_one
     assert "model=${JSON.stringify(model)}" in page and "model: model.value" in page  # code and message carry it
 
 
+def test_unless_the_operator_names_one_the_playground_and_snippets_use_a_model_whose_audio_may_be_sold(
+    client, settings
+):
+    settings.TTS_DEFAULT_MODEL = ""  # as deployed without it, ChatTTS listed first (TTS_ENGINES=chattts,kokoro)
+    signup(client)
+    models = select(html.unescape(client.get("/dashboard/playground").content.decode()), "pg-model")
+    assert values(models) == ["chattts", "kokoro"]  # both offered, the non-commercial one when picked
+    assert re.search(r'<option value="kokoro"[^>]* selected>', models), models
+    docs = text(client.get("/dashboard/docs"))
+    assert "mean kokoro" in docs  # OpenAI's names, as the Docs page explains them
+    # The snippets (the same set on Keys once a key exists) name the model they speak with: Kokoro.
+    assert '"model": "kokoro", "input": "Hello!"' in docs and '"model": "chattts", "input"' not in docs
+
+
 def test_the_playground_preselects_a_model_and_voice_and_an_own_voice_names_its_model(client):
     org = signup(client)
     mix = create_voice(org, {"name": "Blend", "model": "kokoro", "mix": [{"voice": "af_heart", "weight": 1}]})

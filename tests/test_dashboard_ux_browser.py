@@ -67,6 +67,10 @@ def test_reloading_the_keys_page_creates_no_second_key_and_a_taken_name_is_refus
         # The list before the form; the expiry date only once "On a date" is picked (it showed beside "Never").
         assert page.locator(".keys-table").bounding_box()["y"] < page.locator("#id_name").bounding_box()["y"]
         assert page.locator("#id_expires_on").is_hidden()
+        # A short form: name, access, owner and expiry; limits and networks folded until asked for.
+        shown = page.locator("#key-create .field:visible")
+        assert shown.count() == 4, shown.all_inner_texts()
+        assert page.locator("#id_allowed_ips").is_hidden() and page.locator("#id_requests_per_minute").is_hidden()
         page.select_option("#id_expires", "date")
         assert page.locator("#id_expires_on").is_visible()
         page.select_option("#id_expires", "never")

@@ -40,6 +40,7 @@ def test_a_capped_keys_429_leads_to_its_page_where_the_cap_is_raised(live_stack)
         page.goto(f"{base}/dashboard/keys")
         page.fill("#id_name", "a rather long key name for the nightly batch exporter")
         page.select_option("#id_kind", "speech")
+        page.click("#key-more summary")  # limits and networks are folded
         page.fill("#id_monthly_character_cap", "20")
         page.click("text=Create key")
         raw = page.locator("#new-key").inner_text()

@@ -47,7 +47,7 @@ def test_a_keys_write_key_cannot_rotate_an_admin_key(live_stack, owner, keys_onl
     target = admin_key(owner)
     with live_stack.client(keys_only["key"]) as client:
         rotated = client.post(f"/keys/{target.prefix}/rotate", json={})
-    refused(rotated, 403, target.prefix, "audit:write")
+    refused(rotated, 403, target.prefix, "audit:read")
     assert rotated.json()["error"]["code"] == "insufficient_permissions" and "key" not in rotated.json()
     assert ApiKey.objects.get(pk=target.pk).hashed_key == target.hashed_key  # the admin's secret unchanged
     with live_stack.client(owner.key) as client:
@@ -192,8 +192,8 @@ def test_a_demoted_admins_key_is_still_out_of_reach_of_lesser_keys(live_stack, o
     with live_stack.client(lesser["key"]) as client:
         rotated = client.post(f"/keys/{key.prefix}/rotate", json={})
         changed = client.patch(f"/keys/{key.prefix}", json={"name": "mine"})
-    refused(rotated, 403, "audit:write")
-    refused(changed, 403, "audit:write")
+    refused(rotated, 403, "audit:read")
+    refused(changed, 403, "audit:read")
     with live_stack.client(owner.key) as client:
         listed = {k["id"]: k for k in client.get("/keys").json()["data"]}
     assert listed[key.prefix]["kind"] == "admin"  # what it holds, and what it may do now

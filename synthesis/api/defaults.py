@@ -3,7 +3,7 @@
 none and speaks with that model. `GET/PUT /v1/organization/speech_defaults` (the `organization`
 scope) and the dashboard's Settings page set them; `with_defaults` fills them into a request body
 before it is validated (REST, jobs, WebSocket, previews). Empty: the deployment's defaults
-(TTS_DEFAULT_MODEL, "alloy"). A stored default the checks would refuse (a raw UPDATE, an old row)
+(`billing.offer.default_spec`, "alloy"). A stored default the checks would refuse (a raw UPDATE, an old row)
 is never a 500: a model that is not served means the deployment's default, as one no longer served
 does (the operator is told, once per process); a voice that is not one of its model's refuses the
 requests that rely on it, saying so (409 `invalid_organization_setting`, not an error about a

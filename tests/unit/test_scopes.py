@@ -28,6 +28,10 @@ def test_every_v1_route_names_its_scope():
         ("webhook-secret", "GET", "webhooks:read"),
         ("stream-ticket", "POST", "speech:write"),
         ("models", "GET", None),
+        ("usage", "GET", "usage:read"),
+        ("usage", "POST", "usage:read"),  # it only reads: another method is the view's 405
+        ("subscription", "GET", "billing:read"),
+        ("audit-logs", "GET", "audit:read"),
         ("no-such-route", "GET", "keys:write"),
     ],
 )
@@ -42,7 +46,11 @@ def test_write_includes_read_and_nothing_else():
 
 
 def test_parsing_presets_and_scopes():
-    assert scopes.parse(["speech:write", "usage:read", "usage:write"]) == {"speech:write", "usage:write"}
+    assert scopes.parse(["speech:write", "jobs:read", "jobs:write"]) == {"speech:write", "jobs:write"}
+    # An area whose routes only read has no write level: named by what it allows.
+    assert scopes.parse(["usage:write", "billing:read"]) == {"usage:read", "billing:read"}
+    assert "usage:read" in scopes.STANDARD and "billing:read" in scopes.STANDARD
+    assert not any(scope.split(":")[0] in scopes.READ_ONLY and scope.endswith(":write") for scope in scopes.ALL)
     assert scopes.parse(["admin"]) == scopes.ALL
     assert scopes.preset_of(scopes.parse(["standard"])) == "standard"
     assert scopes.preset_of({"speech:write", "usage:read"}) == "restricted"
