@@ -10,7 +10,8 @@ from rest_framework.response import Response
 from tts_saas.errors import error_responses
 from tts_saas.serializers import StrictSerializer
 
-from .origins import MAX_ORIGINS, parse_origins, set_browser_origins
+from .origin_names import MAX_ORIGINS, parse_origins
+from .origins import set_browser_origins
 from .tenancy import OwnOrganizationViewSet
 
 ADMIN_ONLY = {403: "The key lacks the organization scope, or the organization is suspended."}

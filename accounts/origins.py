@@ -9,7 +9,6 @@ organization lists, as its preflight was, so that the page can say why."""
 from __future__ import annotations
 
 import functools
-from urllib.parse import urlsplit
 
 from django.http import HttpResponse
 
@@ -21,33 +20,9 @@ from .auth import Principal
 from .client_tokens import PREFIX as TOKEN_PREFIX
 from .models import Organization
 
-MAX_ORIGINS = 20
 PREFLIGHT_SECONDS = 600  # how long a browser may reuse a preflight's answer
 ALLOWED_HEADERS = "Authorization, Content-Type, Idempotency-Key"
 EXPOSED_HEADERS = "x-job-id, x-request-id, x-ratelimit-remaining-requests, x-ratelimit-reset-requests"
-
-
-def parse_origin(value: str) -> str:
-    """`scheme://host[:port]` as a browser sends it in `Origin` (lower case, no path); ValueError
-    saying what is wrong."""
-    text = value.strip().rstrip("/").lower()
-    parts = urlsplit(text)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise ValueError(f"'{value}' is not an origin: write https://host or https://host:port.")
-    if parts.path or parts.query or parts.fragment or parts.username or parts.password:
-        raise ValueError(f"'{value}' has more than an origin: write only https://host[:port], no path.")
-    try:
-        parts.port  # noqa: B018 (raises on a port that is not a number)
-    except ValueError:
-        raise ValueError(f"'{value}' has a port that is not a number.") from None
-    return text
-
-
-def parse_origins(values: list[str]) -> list[str]:
-    origins = list(dict.fromkeys(parse_origin(v) for v in values if v.strip()))
-    if len(origins) > MAX_ORIGINS:
-        raise ValueError(f"At most {MAX_ORIGINS} origins.")
-    return origins
 
 
 def set_browser_origins(org: Organization, origins: list[str], by) -> None:

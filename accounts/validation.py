@@ -15,6 +15,7 @@ from django.core.exceptions import ValidationError
 
 from . import scopes as key_scopes
 from .network import parse_networks
+from .origin_names import parse_origins
 
 Check = Callable[[Any], None]
 
@@ -67,7 +68,11 @@ def _scopes(key) -> None:
 
 
 # As `PUT /v1/organization/ip_allowlist` and `POST/PATCH /v1/keys` parse them.
-ORGANIZATION: dict[str, Check] = {"allowed_ips": _networks}
+def _origins(instance) -> None:
+    instance.browser_origins = parse_origins([str(v) for v in instance.browser_origins or []])
+
+
+ORGANIZATION: dict[str, Check] = {"allowed_ips": _networks, "browser_origins": _origins}
 API_KEY: dict[str, Check] = {
     "scopes": _scopes,
     "allowed_ips": _networks,

@@ -138,10 +138,16 @@ def test_the_console_refuses_an_organizations_settings_the_api_would_refuse(admi
     assert no_voice.status_code == 200 and any("no_such_voice" in e for e in errors_of(no_voice))
     assert Organization.objects.get(pk=org.pk).default_voice == ""
 
+    bad_origin = post_change(admin_client, url, "organization_form", browser_origins="app.example.com/path")
+    assert bad_origin.status_code == 200  # refused as the API and Settings refuse it, saying why
+    assert any("is not an origin" in e for e in errors_of(bad_origin)), errors_of(bad_origin)
+    assert Organization.objects.get(pk=org.pk).browser_origins == []
+
     saved = post_change(
         admin_client,
         url,
         "organization_form",
+        browser_origins="HTTPS://App.Example.com/",  # stored as a browser sends it
         allowed_ips="203.0.113.7\n10.0.0.0/8",  # one a line (it showed the stored JSON: `[]`)
         default_model="kokoro",
         default_voice="af_bella",
@@ -149,12 +155,10 @@ def test_the_console_refuses_an_organizations_settings_the_api_would_refuse(admi
     assert saved.status_code == 302, errors_of(saved)
     org.refresh_from_db()  # stored as the API stores them
     assert org.allowed_ips == ["203.0.113.7/32", "10.0.0.0/8"]
+    assert org.browser_origins == ["https://app.example.com"]
     assert (org.default_model, org.default_voice) == ("kokoro", "af_bella")
     shown = admin_client.get(url).content.decode()
-    assert (
-        ">\n203.0.113.7/32\n10.0.0.0/8</textarea>" in shown
-        and "[]" not in shown.split('name="browser_origins"')[1][:200]
-    )
+    assert ">\n203.0.113.7/32\n10.0.0.0/8</textarea>" in shown and '">\nhttps://app.example.com</textarea>' in shown
     assert '<option value="kokoro" selected>' in shown and 'name="created_at"' not in shown  # created_at: read-only
     assert admin_client.get("/admin/accounts/organization/add/").status_code == 200  # (its model is read-only there)
     assert AuditEvent.objects.filter(organization=org, action="staff.changed", actor_type="staff").exists()

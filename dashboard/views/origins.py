@@ -8,7 +8,8 @@ from django.shortcuts import redirect
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
-from accounts.origins import parse_origins, set_browser_origins
+from accounts.origin_names import parse_origins
+from accounts.origins import set_browser_origins
 
 from ..access import member_required, require_admin
 
