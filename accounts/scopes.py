@@ -103,6 +103,13 @@ ROUTES: dict[str, str | None] = {
     "subscription": "billing",
     "audit-logs": "audit",
     "tokens": "tokens",
+    # ElevenLabs' wire (/elevenlabs/v1/...): the same areas.
+    "el-tts": "speech:write",
+    "el-voices": "voices:read",
+    "el-voice": "voices:read",
+    "el-models": None,
+    "el-user": "billing:read",
+    "el-subscription": "billing:read",
 }
 WEBSOCKET = "speech:write"  # speaking over /v1/audio/speech/stream, at connection and each utterance
 

@@ -31,7 +31,7 @@ class MetricsMiddleware(ResponseMiddleware):
     """Counts every API response and times it to its headers (streamed bodies: to the first chunk)."""
 
     def process(self, request, response, started: float):
-        if request.path.startswith("/v1/"):
+        if request.path.startswith(("/v1/", "/elevenlabs/")):
             endpoint = endpoint_of(request)
             REQUESTS.labels(endpoint, str(response.status_code)).inc()
             LATENCY.labels(endpoint).observe(time.perf_counter() - started)

@@ -9,7 +9,7 @@ from allauth.account.views import reauthenticate
 from allauth.socialaccount import views as social_views
 from django.contrib import admin
 from django.contrib.auth.views import LogoutView, PasswordChangeView
-from django.urls import URLResolver, include, path
+from django.urls import URLResolver, include, path, re_path
 from django.views.decorators.cache import never_cache
 from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularJSONAPIView, SpectacularRedocView
@@ -29,7 +29,7 @@ from billing.views import UsageViewSet, stripe_webhook, subscription
 from dashboard.views.account import password_reset, password_reset_done, sign_in
 from dashboard.views.operations import operations
 from dashboard.views.sso import provider_callback, provider_login, sso_start, sso_unfinished
-from synthesis.api import discovery, jobs, speech, webhook_endpoints, webhooks
+from synthesis.api import discovery, elevenlabs, jobs, speech, webhook_endpoints, webhooks
 from synthesis.api.aliases import VoiceAliasesViewSet
 from synthesis.api.defaults import SpeechDefaultsViewSet
 from tts_saas.metrics import metrics_view
@@ -164,6 +164,21 @@ v1 = [
     ),
 ]
 
+# ElevenLabs' wire (synthesis.api.elevenlabs): its SDK's paths under /elevenlabs/, the same keys and policy.
+eleven = [
+    path("v1/text-to-speech/<str:voice_id>", elevenlabs.text_to_speech, name="el-tts"),
+    path("v1/text-to-speech/<str:voice_id>/stream", elevenlabs.text_to_speech, name="el-tts"),
+    path("v1/text-to-speech/<str:voice_id>/with-timestamps", elevenlabs.with_timestamps, name="el-tts"),
+    path("v1/text-to-speech/<str:voice_id>/stream/with-timestamps", elevenlabs.stream_with_timestamps, name="el-tts"),
+    path("v1/voices", elevenlabs.voices, name="el-voices"),
+    path("v2/voices", elevenlabs.voices, name="el-voices"),
+    path("v1/voices/<str:voice_id>", elevenlabs.voice, name="el-voice"),
+    path("v1/models", elevenlabs.models, name="el-models"),
+    path("v1/user", elevenlabs.user, name="el-user"),
+    path("v1/user/subscription", elevenlabs.user_subscription, name="el-subscription"),
+    re_path(r"^.*$", elevenlabs.not_found),
+]
+
 
 def never_cached(patterns: list) -> list:
     """`patterns` (an included URL module's), every page never cached, however deep: the second
@@ -197,6 +212,7 @@ identity = [
 
 urlpatterns = [
     path("v1/", include(v1)),
+    path("elevenlabs/", include(eleven)),
     path("healthz", health),
     path("favicon.ico", icon),
     path("favicon.svg", icon, name="icon"),

@@ -11,7 +11,7 @@ from tts_saas import errors
 from ..access import current_membership
 
 PAGES = ("/dashboard", "/accounts")
-API = ("/v1/", "/v1", "/billing/stripe/", "/healthz", "/metrics")  # JSON whoever asks
+API = ("/v1/", "/v1", "/elevenlabs/", "/billing/stripe/", "/healthz", "/metrics")  # JSON whoever asks
 TITLES = {403: "Not allowed", 404: "Page not found", 500: "Something went wrong"}
 
 

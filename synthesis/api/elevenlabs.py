@@ -1,0 +1,334 @@
+"""ElevenLabs' REST wire on this service, under `/elevenlabs/` (the `elevenlabs` SDK and the apps and
+frameworks built on it change only their base URL and key): text to speech (whole, streamed, with
+character timestamps), voices, models, the user and their subscription. One implementation
+underneath: the key (`xi-api-key`, or `Authorization: Bearer`) is checked by the same policy as
+`/v1` (scopes, allowlists, rate and concurrency limits, quota, usage and audit), the speech is made
+by the same `speak`; only the shapes differ (`eleven_shapes`), errors included. What a model cannot
+do of what a request asks (stability, style, previous_text…) is accepted and named in the response's
+`x-ignored-settings` header; docs/elevenlabs.md says what maps to what."""
+
+from __future__ import annotations
+
+import base64
+import functools
+import inspect
+import json
+
+from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
+from django.views.decorators.csrf import csrf_exempt
+
+from accounts.tenancy import scoped
+from billing import offer
+from billing.policy import aauthorize, authorize
+from billing.usage import month_summary
+from synthesis.api.defaults import default_model
+from synthesis.api.serializers import SpeechRequestSerializer
+from synthesis.api.speech import audio_response, parse_json
+from synthesis.audio import formats as audio
+from synthesis.audio.captions import Caption
+from synthesis.service.prepared import CachedSpeech
+from synthesis.service.speech import abandon, speak
+from tts_saas.errors import ApiError, validation_error
+from tts_saas.threads import in_thread
+from voices.catalog import builtin_listing, own_voices
+from voices.models import Voice
+
+from . import eleven_shapes as shapes
+
+DEFAULT_FORMAT = "mp3_44100_128"  # ElevenLabs' default output_format
+BODY_FIELDS = {
+    "text",
+    "model_id",
+    "voice_settings",
+    "seed",
+    "language_code",
+    "apply_text_normalization",
+    "apply_language_text_normalization",
+    "pronunciation_dictionary_locators",
+    "previous_text",
+    "next_text",
+    "previous_request_ids",
+    "next_request_ids",
+    "use_pvc_as_ivc",
+    "audio_effects",
+}
+NO_CONTROL = ("stability", "similarity_boost", "style", "use_speaker_boost")  # no model here has these
+SAID = ("language_code", "previous_text", "next_text", "previous_request_ids", "next_request_ids", "audio_effects")
+
+
+def _key_from_xi(request: HttpRequest) -> None:
+    """ElevenLabs' `xi-api-key` header as the policy reads a key (`Authorization: Bearer`)."""
+    key = request.META.get("HTTP_XI_API_KEY")
+    if key and not request.META.get("HTTP_AUTHORIZATION"):
+        request.META["HTTP_AUTHORIZATION"] = f"Bearer {key}"
+        request.__dict__.pop("headers", None)  # read again from META
+
+
+def _as_eleven(exc: ApiError) -> JsonResponse:
+    status = exc.status
+    if status == 400 and exc.param != "output_format":  # a request ElevenLabs' validation refuses: 422
+        status = 422
+    return shapes.error(status, exc.code, exc.message, exc.headers)
+
+
+def eleven(view):
+    """An ElevenLabs route: its key header, and its error shape for every refusal."""
+    if inspect.iscoroutinefunction(view):
+
+        async def wrapped(request, *args, **kwargs):
+            _key_from_xi(request)
+            try:
+                return await view(request, *args, **kwargs)
+            except ApiError as exc:
+                return _as_eleven(exc)
+
+    else:
+
+        def wrapped(request, *args, **kwargs):
+            _key_from_xi(request)
+            try:
+                return view(request, *args, **kwargs)
+            except ApiError as exc:
+                return _as_eleven(exc)
+
+    return csrf_exempt(functools.wraps(view)(wrapped))
+
+
+def _model_for(org, voice_id: str, model_id: str, limits) -> str:
+    """The model a request speaks with: one this service serves when `model_id` names it; else
+    (ElevenLabs' own names, `eleven_…`, or none) the voice's: an own voice's model, the default
+    model where the voice is one of its own, else the first model of the plan that has it."""
+    if model_id and not model_id.startswith("eleven_"):
+        return offer.spec_for(model_id).name  # 404 model_not_found for one not served
+    own = scoped(Voice, org).filter(pk=voice_id).values_list("model", flat=True).first()
+    if own:
+        return own
+    default = default_model(org)
+    if offer.spec_for(default).voice(voice_id) is not None:
+        return default
+    for spec in offer.allowed_specs(limits):
+        if spec.voice(voice_id) is not None:
+            return spec.name
+    raise ApiError(404, f"A voice with the voice_id '{voice_id[:70]}' was not found.", "voice_not_found")
+
+
+def _speech_request(request: HttpRequest, voice_id: str, org, limits) -> tuple[dict, list[str]]:
+    """Our speech request for ElevenLabs' body and query, and what of it no model here applies."""
+    body = parse_json(request)
+    unknown = sorted(set(body) - BODY_FIELDS)
+    if unknown:
+        raise ApiError(400, f"Unknown field(s): {', '.join(unknown)}.", "unknown_parameter", unknown[0])
+    if not isinstance(body.get("text"), str):
+        raise ApiError(400, "text: a string is required.", "invalid_value", "text")
+    settings = body.get("voice_settings") or {}
+    if not isinstance(settings, dict):
+        raise ApiError(400, "voice_settings must be an object.", "invalid_value", "voice_settings")
+    model = _model_for(org, voice_id, str(body.get("model_id") or ""), limits)
+    out: dict = {"model": model, "input": body["text"], "voice": voice_id}
+    out["output_format"] = request.GET.get("output_format") or DEFAULT_FORMAT
+    if settings.get("speed") is not None:
+        out["speed"] = settings["speed"]
+    if body.get("seed") is not None:
+        out["seed"] = body["seed"]
+    locators = body.get("pronunciation_dictionary_locators") or []
+    if not isinstance(locators, list) or not all(isinstance(x, dict) for x in locators):
+        raise ApiError(400, "pronunciation_dictionary_locators must be a list of objects.", "invalid_value")
+    if locators:
+        out["lexicons"] = [str(x.get("pronunciation_dictionary_id", "")) for x in locators]
+    ignored = [f"voice_settings.{name}" for name in NO_CONTROL if settings.get(name) is not None]
+    ignored += [name for name in SAID if body.get(name)]
+    if body.get("apply_text_normalization") == "off":
+        ignored.append("apply_text_normalization=off")  # numbers, dates and units are always read out
+    return out, ignored
+
+
+async def _spoken(request: HttpRequest, voice_id: str):
+    principal, limits = await aauthorize(request)
+    org = principal.organization
+    body, ignored = await in_thread(_speech_request)(request, voice_id, org, limits)
+    serializer = SpeechRequestSerializer(data=body, context={"organization": org})
+    if not await in_thread(serializer.is_valid)():
+        raise validation_error(serializer.errors)
+    data = serializer.validated_data
+    key = request.headers.get("Idempotency-Key", "")[:255]
+    result = await speak(principal, limits, data, request.request_id, idempotency_key=key)
+    if not isinstance(result, CachedSpeech):
+        try:
+            await result.first_audio()  # errors before the first audio keep their own status code
+        except BaseException:
+            if not getattr(result, "shared", False):
+                await abandon(result.job_id)
+            raise
+    return data, result, ignored
+
+
+def _headers(response: HttpResponse, data: dict, result, ignored: list[str]) -> HttpResponse:
+    response["x-model"] = data["model"]
+    response["x-seed"] = str(result.seed)
+    if ignored:
+        response["x-ignored-settings"] = ", ".join(ignored)
+    if not isinstance(result, CachedSpeech):
+        response["x-job-id"] = result.job_id
+    return response
+
+
+@eleven
+async def text_to_speech(request: HttpRequest, voice_id: str) -> HttpResponse:
+    """POST /elevenlabs/v1/text-to-speech/{voice_id}[/stream]: the audio, streamed as it is made."""
+    if request.method != "POST":
+        raise ApiError(405, "Use POST.", "method_not_allowed")
+    data, result, ignored = await _spoken(request, voice_id)
+    fmt = data["response_format"]
+    if isinstance(result, CachedSpeech):
+        body = await in_thread(audio.encode)(result.pcm16, fmt, result.rate)
+        response = HttpResponse(body, content_type=audio.output_format(fmt).content_type)
+    else:
+        response = audio_response(result, fmt, False, owner=not getattr(result, "shared", False))
+    return _headers(response, data, result, ignored)
+
+
+def _line(audio_bytes: bytes, captions: list[Caption], after: Caption | None = None) -> bytes:
+    aligned = shapes.alignment(captions, after)
+    body = {
+        "audio_base64": base64.b64encode(audio_bytes).decode(),
+        "alignment": aligned,
+        "normalized_alignment": aligned,
+    }
+    return json.dumps(body, separators=(",", ":")).encode()
+
+
+async def _timed(result, fmt: str):
+    """(encoded audio, captions) pieces as the audio comes: each audio chunk, then each sentence's
+    captions as it ends. A client that leaves stops the job (as the plain stream does)."""
+    if isinstance(result, CachedSpeech):
+        yield await in_thread(audio.encode)(result.pcm16, fmt, result.rate), result.captions
+        return
+    encoder, finished = audio.StreamEncoder(fmt, result.rate), False
+    try:
+        async for item in result.events():
+            if isinstance(item, Caption):
+                yield b"", [item]
+            elif data := encoder.feed(item):
+                yield data, []
+        yield encoder.finish(), []
+        finished = True
+    finally:
+        if not finished and not getattr(result, "shared", False):
+            await abandon(result.job_id)
+
+
+@eleven
+async def with_timestamps(request: HttpRequest, voice_id: str) -> HttpResponse:
+    """POST …/with-timestamps: the whole audio (base64) and every character's start and end."""
+    if request.method != "POST":
+        raise ApiError(405, "Use POST.", "method_not_allowed")
+    data, result, ignored = await _spoken(request, voice_id)
+    pieces, captions = [], []
+    async for piece, said in _timed(result, data["response_format"]):
+        pieces.append(piece)
+        captions.extend(said)
+    response = HttpResponse(_line(b"".join(pieces), captions), content_type="application/json")
+    return _headers(response, data, result, ignored)
+
+
+@eleven
+async def stream_with_timestamps(request: HttpRequest, voice_id: str) -> HttpResponse:
+    """POST …/stream/with-timestamps: one JSON object a line, audio chunks as they come and each
+    sentence's characters (times from the audio's start) as it ends."""
+    if request.method != "POST":
+        raise ApiError(405, "Use POST.", "method_not_allowed")
+    data, result, ignored = await _spoken(request, voice_id)
+
+    async def lines():
+        last = None  # the sentence before: each sentence's characters come with the space before them
+        async for piece, said in _timed(result, data["response_format"]):
+            if piece or said:
+                yield _line(piece, said, last) + b"\n"
+            last = said[-1] if said else last
+
+    response = StreamingHttpResponse(lines(), content_type="application/x-ndjson")
+    response["Cache-Control"] = "no-cache"
+    return _headers(response, data, result, ignored)
+
+
+def _voices(org, limits) -> list[dict]:
+    """The built-in voices of the models the plan allows (an id shared by two models listed once,
+    for the first), then the organization's own voices that are made."""
+    listed: dict[str, dict] = {}
+    for spec in offer.allowed_specs(limits):
+        for v in builtin_listing(spec, limits.allowed_voices):
+            if v["id"] not in listed:
+                listed[v["id"]] = shapes.voice(v["id"], v["name"], "premade", spec, v["description"], v["language"])
+    for own in own_voices(org).filter(status=Voice.Status.READY):
+        category = "cloned" if own.source == "recording" else "generated"
+        listed[own.id] = shapes.voice(own.id, own.name, category, offer.spec_for(own.model), own.description)
+    return list(listed.values())
+
+
+@eleven
+def voices(request: HttpRequest) -> JsonResponse:
+    """GET /elevenlabs/v1/voices and /v2/voices (search, page_size; one page)."""
+    principal, limits = authorize(request)
+    found = _voices(principal.organization, limits)
+    if request.path.startswith("/elevenlabs/v2/"):
+        search = request.GET.get("search", "").lower()
+        found = [v for v in found if search in v["name"].lower() or search in v["voice_id"].lower()]
+        return JsonResponse({"voices": found, "has_more": False, "total_count": len(found), "next_page_token": None})
+    return JsonResponse({"voices": found})
+
+
+@eleven
+def voice(request: HttpRequest, voice_id: str) -> JsonResponse:
+    """GET /elevenlabs/v1/voices/{voice_id}."""
+    principal, limits = authorize(request)
+    found = next((v for v in _voices(principal.organization, limits) if v["voice_id"] == voice_id), None)
+    if found is None:
+        raise ApiError(404, f"A voice with the voice_id '{voice_id[:70]}' was not found.", "voice_not_found")
+    return JsonResponse(found)
+
+
+@eleven
+def models(request: HttpRequest) -> JsonResponse:
+    """GET /elevenlabs/v1/models: the models the plan allows (ElevenLabs' names mean the voice's)."""
+    _, limits = authorize(request)
+    listed = [shapes.model(spec, limits.model_weights.get(spec.name, 1.0)) for spec in offer.allowed_specs(limits)]
+    return JsonResponse(listed, safe=False)
+
+
+def _subscription(org) -> dict:
+    return shapes.subscription(month_summary(org), own_voices(org).count())
+
+
+@eleven
+def user_subscription(request: HttpRequest) -> JsonResponse:
+    """GET /elevenlabs/v1/user/subscription: this month's characters and limit."""
+    principal, _ = authorize(request)
+    return JsonResponse(_subscription(principal.organization))
+
+
+@eleven
+def user(request: HttpRequest) -> JsonResponse:
+    """GET /elevenlabs/v1/user: the key's organization as ElevenLabs' user."""
+    principal, _ = authorize(request)
+    org = principal.organization
+    return JsonResponse(
+        {
+            "user_id": f"org_{org.pk}",
+            "workspace_id": f"org_{org.pk}",
+            "first_name": org.name,
+            "subscription": _subscription(org),
+            "is_new_user": False,
+            "xi_api_key": None,
+            "can_use_delayed_payment_methods": False,
+            "is_onboarding_completed": True,
+            "is_onboarding_checklist_completed": True,
+            "created_at": int(org.created_at.timestamp()),
+            "seat_type": "workspace_member",
+        }
+    )
+
+
+@eleven
+def not_found(request: HttpRequest) -> JsonResponse:
+    """Any other path under /elevenlabs/: ElevenLabs' 404, naming what this service answers."""
+    raise ApiError(404, f"No route {request.path[:100]}; see docs/elevenlabs.md for those served.", "not_found")
