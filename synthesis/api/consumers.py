@@ -52,28 +52,41 @@ class SpeechStreamConsumer(Utterances, AsyncWebsocketConsumer):
             logger.info("websocket refused: %s", exc.message)
             await self.close(code=UNAUTHORIZED)  # before accept: the handshake is refused (403)
             return
-        self.outbox = Outbox(settings.TTS_WS_BUFFER_BYTES)
-        self.pending: asyncio.Queue[tuple[str, protocol.Synthesize | protocol.Follow | TextStream]] = asyncio.Queue()
-        self.current: dict | None = None
-        self.text_streams: dict[str, TextStream] = {}  # tts.v2: utterances whose text is still coming
         # The subprotocol the client asks for (Sec-WebSocket-Protocol); none means tts.v1.
         asked = [p for p in self.scope.get("subprotocols", []) if p in protocol.PROTOCOLS]
         self.version = protocol.TEXT_STREAMING if protocol.TEXT_STREAMING in asked else protocol.PROTOCOL
         # so that a refusal below can say why before its close code
         await self.accept(subprotocol=self.version if asked else None)
+        if await self._open():
+            self._emit(protocol.ready(self.version))
+
+    def _prepare(self) -> None:
+        """The connection's state, before anything is received."""
+        self.outbox = Outbox(settings.TTS_WS_BUFFER_BYTES)
+        self.pending: asyncio.Queue[tuple[str, protocol.Synthesize | protocol.Follow | TextStream]] = asyncio.Queue()
+        self.current: dict | None = None
+        self.text_streams: dict[str, TextStream] = {}  # tts.v2: utterances whose text is still coming
+
+    async def _open(self) -> bool:
+        """An accepted connection admitted (or refused, saying why) and its loops started."""
+        if not hasattr(self, "outbox"):
+            self._prepare()
         refusal = await self._admit()
         if refusal is not None:
             logger.info("websocket refused: %s", refusal.message)
-            await self.send(text_data=json.dumps(protocol.error(refusal.code or "refused", refusal.message)))
+            await self.send(text_data=json.dumps(self._refusal(refusal)))
             await self.close(code=TOO_MANY)
-            return
+            return False
         await get_async_redis().zadd(WS_CONNECTIONS, {self.connection_id: time.time()})
         self.tasks = [
             asyncio.create_task(self._send_loop()),
             asyncio.create_task(self._utterance_loop()),
             asyncio.create_task(self._keep_slot()),
         ]
-        self._emit(protocol.ready(self.version))
+        return True
+
+    def _refusal(self, exc: ApiError) -> dict:
+        return protocol.error(exc.code or "refused", exc.message)
 
     async def _admit(self) -> ApiError | None:
         """A connection is a request (the organization's rate limit counts it) and holds one of the

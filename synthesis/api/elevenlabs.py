@@ -19,6 +19,7 @@ from django.views.decorators.csrf import csrf_exempt
 
 from accounts.tenancy import scoped
 from billing import offer
+from billing.limits import limits_for
 from billing.policy import aauthorize, authorize
 from billing.usage import month_summary
 from synthesis.api.defaults import default_model
@@ -96,17 +97,22 @@ def eleven(view):
 
 def _model_for(org, voice_id: str, model_id: str, limits) -> str:
     """The model a request speaks with: one this service serves when `model_id` names it; else
-    (ElevenLabs' own names, `eleven_…`, or none) the voice's: an own voice's model, the default
-    model where the voice is one of its own, else the first model of the plan that has it."""
+    (ElevenLabs' own names, `eleven_…`, or none) the voice's (`model_for_voice`)."""
     if model_id and not model_id.startswith("eleven_"):
         return offer.spec_for(model_id).name  # 404 model_not_found for one not served
+    return model_for_voice(org, voice_id, limits)
+
+
+def model_for_voice(org, voice_id: str, limits=None) -> str:
+    """The model a voice speaks with: an own voice's model, the default model where the voice is one
+    of its own, else the first model of the plan that has it; 404 `voice_not_found` for none."""
     own = scoped(Voice, org).filter(pk=voice_id).values_list("model", flat=True).first()
     if own:
         return own
     default = default_model(org)
     if offer.spec_for(default).voice(voice_id) is not None:
         return default
-    for spec in offer.allowed_specs(limits):
+    for spec in offer.allowed_specs(limits or limits_for(org)):
         if spec.voice(voice_id) is not None:
             return spec.name
     raise ApiError(404, f"A voice with the voice_id '{voice_id[:70]}' was not found.", "voice_not_found")

@@ -43,6 +43,10 @@ class Utterances:
     current: dict | None
     text_streams: dict
 
+    def _piece_spoken(self, utterance: str, captions: list) -> None:
+        """A piece of a text stream is all out: its captions, where it falls in the utterance (the
+        ElevenLabs socket sends their alignment; tts.v2 sends them with the utterance's end)."""
+
     async def _follow(self, message: protocol.Follow) -> None:
         """Play an existing job of this organization: its audio from the start, live or past. Needs
         `jobs:read`, as the job's REST stream does (a client token has none: it only speaks)."""
@@ -195,7 +199,9 @@ class Utterances:
                 return
             samples, captions = result.samples, result.captions
         offset = spoken["samples"] / spoken["rate"]
-        spoken["segments"] += [c.shifted(offset).as_dict() for c in captions]
+        shifted = [c.shifted(offset) for c in captions]
+        self._piece_spoken(current["id"], shifted)
+        spoken["segments"] += [c.as_dict() for c in shifted]
         spoken["samples"] += samples
         spoken["characters"] += result.characters
 
