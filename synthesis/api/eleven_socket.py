@@ -6,8 +6,8 @@ only the messages differ. Text in: `{"text", "flush", "try_trigger_generation", 
 "context_id", "close_context", "close_socket", "xi_api_key"}`; out: `{"audio": base64, "alignment",
 "normalizedAlignment", "isFinal", "contextId"}`, each sentence's characters with times from where the
 sentence before it ended (as ElevenLabs' chunks do). Audio is sent as it is made; a context's text is
-cut into sentences as it comes (`chunk_length_schedule`, `auto_mode` and `try_trigger_generation`
-are taken and left to that). docs/elevenlabs.md."""
+cut into sentences as it comes (`chunk_length_schedule` and `try_trigger_generation` are taken and
+left to that; with `auto_mode=true` a message ending in an end mark ends its sentence at once). docs/elevenlabs.md."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ import asyncio
 import base64
 import json
 import logging
+import re
 from urllib.parse import parse_qs
 
 from accounts import scopes
@@ -45,6 +46,7 @@ FIELDS = {
     "close_socket",
     "pronunciation_dictionary_locators",
 }
+END_MARK = re.compile(r"[.!?…。！？][\"'”’)\]]*$")  # a message that ends a sentence (auto_mode)
 POLICY = 1008  # ElevenLabs closes a socket it refuses with 1008
 
 
@@ -71,6 +73,9 @@ class ElevenLabsSocket(SpeechStreamConsumer):
         self.voice = self.scope["url_route"]["kwargs"]["voice_id"]
         self.model_id = query.get("model_id", [""])[0]
         self.output_format = query.get("output_format", ["mp3_44100_128"])[0]
+        # auto_mode: the client sends whole sentences (Pipecat does), so a message ending in an end
+        # mark ends its sentence now, as ElevenLabs then generates at once.
+        self.auto_mode = query.get("auto_mode", ["false"])[0].lower() == "true"
         headers = {k.decode().lower(): v.decode() for k, v in self.scope.get("headers", [])}
         key = headers.get("xi-api-key") or headers.get("authorization", "").removeprefix("Bearer ").strip()
         self.principal = None
@@ -179,6 +184,8 @@ class ElevenLabsSocket(SpeechStreamConsumer):
                 return
         if stream is None:
             return  # a keepalive, or a context already over
+        if text and self.auto_mode and END_MARK.search(text):
+            text += " "  # the sentence is complete: cut it now (the next message's text follows it)
         if text:
             self._text(protocol.TextDelta(context, text))
         if message.get("flush"):
