@@ -20,7 +20,7 @@ from dashboard.views.docs import render_markdown, websocket_protocol
 
 pytestmark = pytest.mark.django_db
 
-SNIPPETS = ("snippet-env", "snippet-curl", "snippet-python", "snippet-websocket")
+SNIPPETS = ("snippet-env", "snippet-curl", "snippet-python", "snippet-websocket", "snippet-pipecat", "snippet-livekit")
 
 
 class Elements(HTMLParser):
@@ -152,6 +152,11 @@ def test_the_examples_use_the_real_base_url_and_the_key_from_the_environment(cli
     compile(websocket, "snippet-websocket", "exec")
     assert 'websockets.connect("ws://testserver/v1/audio/stream"' in websocket
     assert "os.environ['TTS_API_KEY']" in websocket
+    # Voice agents through ElevenLabs' wire, with this server's URL (docs/elevenlabs.md).
+    for name in ("snippet-pipecat", "snippet-livekit"):
+        compile(text[name], name, "exec")
+    assert 'url="ws://testserver/elevenlabs"' in text["snippet-pipecat"]
+    assert 'base_url="http://testserver/elevenlabs/v1"' in text["snippet-livekit"]
 
     # Each example has a Copy button naming it, and the page says where a key comes from.
     for name in SNIPPETS:
@@ -166,6 +171,7 @@ def test_behind_tls_the_examples_say_https_and_wss(client):
     _, page = docs_page(client, secure=True)
     assert page.one("code", id="snippet-curl")["text"].startswith('curl "https://testserver/v1/audio/speech"')
     assert 'websockets.connect("wss://testserver/v1/audio/stream"' in page.one("code", id="snippet-websocket")["text"]
+    assert 'url="wss://testserver/elevenlabs"' in page.one("code", id="snippet-pipecat")["text"]
 
 
 def test_the_docs_page_links_the_reference_the_schema_and_the_protocol(client):

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import io
+import json
 
 import av
 import httpx
@@ -71,6 +72,18 @@ def test_timestamps_align_every_character_of_the_text_whole_and_streamed(live_st
     starts, ends = aligned.character_start_times_seconds, aligned.character_end_times_seconds
     assert starts == sorted(starts) and all(s <= e for s, e in zip(starts, ends, strict=True))
     assert 0 <= starts[0] and ends[-1] <= seconds + 0.05
+    if model == "kokoro":  # the same request's word timings on /v1 (SSE): each word's first character
+        body = {"model": model, "voice": voice, "input": TEXT, "response_format": "pcm", "stream_format": "sse"}
+        with live_stack.client(owner.key) as v1:
+            lines = v1.post("/audio/speech", json=body).text.splitlines()
+        events = [json.loads(line[6:]) for line in lines if line.startswith("data: ")]
+        words = [w for e in events if e["type"] == "speech.audio.segment" for w in e["words"]]
+        at = 0
+        for word in words:
+            found = TEXT.find(word["text"], at)
+            assert found >= 0 and abs(starts[found] - word["start"]) <= 0.02, (word, starts[found])
+            at = found + len(word["text"])
+        assert len(words) == len(TEXT.split())
 
     other = TEXT.replace("Friday", "Monday")  # not the text above: its audio is not a cache hit
     chunks = list(

@@ -231,6 +231,8 @@ def snippets(base_url: str, model: str) -> list[Snippet]:
     name the `model` they speak with (the organization's default), not OpenAI's `tts-1`, which means
     the same here but says nothing of it. One set: the Docs page's Quick start and a new key's panel."""
     stream_url = re.sub(r"^http", "ws", base_url) + "/audio/stream"
+    eleven_http = base_url.removesuffix("/v1") + "/elevenlabs"  # ElevenLabs' wire (docs/elevenlabs.md)
+    eleven_ws, voice = re.sub(r"^http", "ws", eleven_http), "alloy"
     return [
         Snippet("snippet-env", "Your key in the environment", 'export TTS_API_KEY="paste your API key here"'),
         Snippet(
@@ -272,6 +274,27 @@ def snippets(base_url: str, model: str) -> list[Snippet]:
             '                if json.loads(frame)["type"] in ("end", "error"):\n'
             "                    break\n\n\n"
             "asyncio.run(main())",
+        ),
+        Snippet(
+            "snippet-pipecat",
+            "Pipecat voice agent (ElevenLabs' wire)",
+            "import os\n\nfrom pipecat.services.elevenlabs.tts import ElevenLabsTTSService\n\n"
+            "tts = ElevenLabsTTSService(\n"
+            '    api_key=os.environ["TTS_API_KEY"],\n'
+            f'    url="{eleven_ws}",\n'
+            f'    settings=ElevenLabsTTSService.Settings(voice="{voice}", model="{model}"),\n'
+            ")",
+        ),
+        Snippet(
+            "snippet-livekit",
+            "LiveKit Agents (ElevenLabs' wire)",
+            "import os\n\nfrom livekit.plugins import elevenlabs\n\n"
+            "tts = elevenlabs.TTS(\n"
+            '    api_key=os.environ["TTS_API_KEY"],\n'
+            f'    base_url="{eleven_http}/v1",\n'
+            f'    voice_id="{voice}",\n'
+            f'    model="{model}",\n'
+            ")",
         ),
     ]
 

@@ -24,6 +24,10 @@ GUIDES = {
         "Voices and pronunciation",
         "built-in voices, your own voices (seeds, recordings, designs), pronunciation lexicons",
     ),
+    "elevenlabs": (
+        "ElevenLabs' wire",
+        "the elevenlabs SDK and the voice-agent frameworks' ElevenLabs services here: routes, what maps to what",
+    ),
     "security": ("Security", "single sign-on, second factors, IP allowlists, the audit log, zero retention"),
     "billing": ("Billing", "plans sold through Stripe: what a tenant sees, how usage is metered"),
     "licences": ("Licences and commercial use", "what each model's licence allows, and this service's own licence"),
