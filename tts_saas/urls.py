@@ -29,7 +29,7 @@ from billing.views import UsageViewSet, stripe_webhook, subscription
 from dashboard.views.account import password_reset, password_reset_done, sign_in
 from dashboard.views.operations import operations
 from dashboard.views.sso import provider_callback, provider_login, sso_start, sso_unfinished
-from synthesis.api import discovery, elevenlabs, jobs, speech, webhook_endpoints, webhooks
+from synthesis.api import discovery, eleven_discovery, elevenlabs, jobs, speech, webhook_endpoints, webhooks
 from synthesis.api.aliases import VoiceAliasesViewSet
 from synthesis.api.defaults import SpeechDefaultsViewSet
 from tts_saas.metrics import metrics_view
@@ -170,12 +170,12 @@ eleven = [
     path("v1/text-to-speech/<str:voice_id>/stream", elevenlabs.text_to_speech, name="el-tts"),
     path("v1/text-to-speech/<str:voice_id>/with-timestamps", elevenlabs.with_timestamps, name="el-tts"),
     path("v1/text-to-speech/<str:voice_id>/stream/with-timestamps", elevenlabs.stream_with_timestamps, name="el-tts"),
-    path("v1/voices", elevenlabs.voices, name="el-voices"),
-    path("v2/voices", elevenlabs.voices, name="el-voices"),
-    path("v1/voices/<str:voice_id>", elevenlabs.voice, name="el-voice"),
-    path("v1/models", elevenlabs.models, name="el-models"),
-    path("v1/user", elevenlabs.user, name="el-user"),
-    path("v1/user/subscription", elevenlabs.user_subscription, name="el-subscription"),
+    path("v1/voices", eleven_discovery.voices, name="el-voices"),
+    path("v2/voices", eleven_discovery.voices, name="el-voices"),
+    path("v1/voices/<str:voice_id>", eleven_discovery.voice, name="el-voice"),
+    path("v1/models", eleven_discovery.models, name="el-models"),
+    path("v1/user", eleven_discovery.user, name="el-user"),
+    path("v1/user/subscription", eleven_discovery.user_subscription, name="el-subscription"),
     re_path(r"^.*$", elevenlabs.not_found),
 ]
 

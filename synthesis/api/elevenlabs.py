@@ -20,8 +20,7 @@ from django.views.decorators.csrf import csrf_exempt
 from accounts.tenancy import scoped
 from billing import offer
 from billing.limits import limits_for
-from billing.policy import aauthorize, authorize
-from billing.usage import month_summary
+from billing.policy import aauthorize
 from synthesis.api.defaults import default_model
 from synthesis.api.serializers import SpeechRequestSerializer
 from synthesis.api.speech import audio_response, parse_json
@@ -31,7 +30,6 @@ from synthesis.service.prepared import CachedSpeech
 from synthesis.service.speech import abandon, speak
 from tts_saas.errors import ApiError, validation_error
 from tts_saas.threads import in_thread
-from voices.catalog import builtin_listing, own_voices
 from voices.models import Voice
 
 from . import eleven_shapes as shapes
@@ -230,9 +228,13 @@ async def with_timestamps(request: HttpRequest, voice_id: str) -> HttpResponse:
         raise ApiError(405, "Use POST.", "method_not_allowed")
     data, result, ignored = await _spoken(request, voice_id)
     pieces, captions = [], []
-    async for piece, said in _timed(result, data["response_format"]):
-        pieces.append(piece)
-        captions.extend(said)
+    timed = _timed(result, data["response_format"])
+    try:
+        async for piece, said in timed:
+            pieces.append(piece)
+            captions.extend(said)
+    finally:  # the client left: its job stops now, not when the generator is collected
+        await timed.aclose()
     response = HttpResponse(_line(b"".join(pieces), captions), content_type="application/json")
     return _headers(response, data, result, ignored)
 
@@ -247,91 +249,18 @@ async def stream_with_timestamps(request: HttpRequest, voice_id: str) -> HttpRes
 
     async def lines():
         last = None  # the sentence before: each sentence's characters come with the space before them
-        async for piece, said in _timed(result, data["response_format"]):
-            if piece or said:
-                yield _line(piece, said, last) + b"\n"
-            last = said[-1] if said else last
+        timed = _timed(result, data["response_format"])
+        try:
+            async for piece, said in timed:
+                if piece or said:
+                    yield _line(piece, said, last) + b"\n"
+                last = said[-1] if said else last
+        finally:  # the client left: its job stops now
+            await timed.aclose()
 
     response = StreamingHttpResponse(lines(), content_type="application/x-ndjson")
     response["Cache-Control"] = "no-cache"
     return _headers(response, data, result, ignored)
-
-
-def _voices(org, limits) -> list[dict]:
-    """The built-in voices of the models the plan allows (an id shared by two models listed once,
-    for the first), then the organization's own voices that are made."""
-    listed: dict[str, dict] = {}
-    for spec in offer.allowed_specs(limits):
-        for v in builtin_listing(spec, limits.allowed_voices):
-            if v["id"] not in listed:
-                listed[v["id"]] = shapes.voice(v["id"], v["name"], "premade", spec, v["description"], v["language"])
-    for own in own_voices(org).filter(status=Voice.Status.READY):
-        category = "cloned" if own.source == "recording" else "generated"
-        listed[own.id] = shapes.voice(own.id, own.name, category, offer.spec_for(own.model), own.description)
-    return list(listed.values())
-
-
-@eleven
-def voices(request: HttpRequest) -> JsonResponse:
-    """GET /elevenlabs/v1/voices and /v2/voices (search, page_size; one page)."""
-    principal, limits = authorize(request)
-    found = _voices(principal.organization, limits)
-    if request.path.startswith("/elevenlabs/v2/"):
-        search = request.GET.get("search", "").lower()
-        found = [v for v in found if search in v["name"].lower() or search in v["voice_id"].lower()]
-        return JsonResponse({"voices": found, "has_more": False, "total_count": len(found), "next_page_token": None})
-    return JsonResponse({"voices": found})
-
-
-@eleven
-def voice(request: HttpRequest, voice_id: str) -> JsonResponse:
-    """GET /elevenlabs/v1/voices/{voice_id}."""
-    principal, limits = authorize(request)
-    found = next((v for v in _voices(principal.organization, limits) if v["voice_id"] == voice_id), None)
-    if found is None:
-        raise ApiError(404, f"A voice with the voice_id '{voice_id[:70]}' was not found.", "voice_not_found")
-    return JsonResponse(found)
-
-
-@eleven
-def models(request: HttpRequest) -> JsonResponse:
-    """GET /elevenlabs/v1/models: the models the plan allows (ElevenLabs' names mean the voice's)."""
-    _, limits = authorize(request)
-    listed = [shapes.model(spec, limits.model_weights.get(spec.name, 1.0)) for spec in offer.allowed_specs(limits)]
-    return JsonResponse(listed, safe=False)
-
-
-def _subscription(org) -> dict:
-    return shapes.subscription(month_summary(org), own_voices(org).count())
-
-
-@eleven
-def user_subscription(request: HttpRequest) -> JsonResponse:
-    """GET /elevenlabs/v1/user/subscription: this month's characters and limit."""
-    principal, _ = authorize(request)
-    return JsonResponse(_subscription(principal.organization))
-
-
-@eleven
-def user(request: HttpRequest) -> JsonResponse:
-    """GET /elevenlabs/v1/user: the key's organization as ElevenLabs' user."""
-    principal, _ = authorize(request)
-    org = principal.organization
-    return JsonResponse(
-        {
-            "user_id": f"org_{org.pk}",
-            "workspace_id": f"org_{org.pk}",
-            "first_name": org.name,
-            "subscription": _subscription(org),
-            "is_new_user": False,
-            "xi_api_key": None,
-            "can_use_delayed_payment_methods": False,
-            "is_onboarding_completed": True,
-            "is_onboarding_checklist_completed": True,
-            "created_at": int(org.created_at.timestamp()),
-            "seat_type": "workspace_member",
-        }
-    )
 
 
 @eleven
