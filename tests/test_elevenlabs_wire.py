@@ -153,5 +153,11 @@ def test_refusals_come_as_the_sdk_raises_them_in_elevenlabs_shape(live_stack, ow
     )
     assert said.status_code == 200 and said.headers["x-ignored-settings"] == "voice_settings.stability, previous_text"
     assert said.headers["x-model"] == "kokoro"
+    nul = httpx.post(  # an id no row can have (PostgreSQL refuses a NUL byte in a query): not found, not a 500
+        f"{live_stack.base_url}/elevenlabs/v1/text-to-speech/%00",
+        headers={"xi-api-key": owner.key},
+        json={"text": "Hi."},
+    )
+    assert nul.status_code == 404 and nul.json()["detail"]["status"] == "voice_not_found"
     missing = httpx.get(f"{live_stack.base_url}/elevenlabs/v1/nothing-here", headers={"xi-api-key": owner.key})
     assert missing.status_code == 404 and missing.json()["detail"]["status"] == "not_found"

@@ -26,8 +26,10 @@ def _voices(org, limits) -> list[dict]:
             if v["id"] not in listed:
                 listed[v["id"]] = shapes.voice(v["id"], v["name"], "premade", spec, v["description"], v["language"])
     for own in own_voices(org).filter(status=Voice.Status.READY):
+        if offer.find(own.model) is None:  # a voice of a model this deployment does not serve
+            continue
         category = "cloned" if own.source == "recording" else "generated"
-        listed[own.id] = shapes.voice(own.id, own.name, category, offer.spec_for(own.model), own.description)
+        listed[own.id] = shapes.voice(own.id, own.name, category, offer.find(own.model), own.description)
     return list(listed.values())
 
 

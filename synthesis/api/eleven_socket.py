@@ -21,13 +21,14 @@ from urllib.parse import parse_qs
 from accounts import scopes
 from accounts.auth import authenticate_key, require
 from synthesis.api import protocol
-from synthesis.api.consumers import MAX_PENDING, UNAUTHORIZED, SpeechStreamConsumer
+from synthesis.api.consumers import MAX_PENDING, SERVER_ERROR, UNAUTHORIZED, SpeechStreamConsumer
 from synthesis.api.eleven_shapes import alignment
-from synthesis.api.elevenlabs import model_for_voice
+from synthesis.api.elevenlabs import lexicon_ids, model_for_voice
 from synthesis.api.serializers import SpeechRequestSerializer
 from synthesis.api.textstream import TextStream
 from synthesis.audio.captions import Caption
 from tts_saas.errors import ApiError, validation_error
+from tts_saas.parsers import load_json
 from tts_saas.threads import in_thread
 
 logger = logging.getLogger(__name__)
@@ -48,6 +49,8 @@ FIELDS = {
 }
 END_MARK = re.compile(r"[.!?…。！？][\"'”’)\]]*$")  # a message that ends a sentence (auto_mode)
 POLICY = 1008  # ElevenLabs closes a socket it refuses with 1008
+AUTH_SECONDS = 15  # a socket without a key in its header must send one this soon
+MAX_MESSAGE_BYTES = protocol.MAX_MESSAGE_BYTES
 
 
 def _in_ms(aligned: dict | None, since: float) -> dict | None:
@@ -76,6 +79,8 @@ class ElevenLabsSocket(SpeechStreamConsumer):
         # auto_mode: the client sends whole sentences (Pipecat does), so a message ending in an end
         # mark ends its sentence now, as ElevenLabs then generates at once.
         self.auto_mode = query.get("auto_mode", ["false"])[0].lower() == "true"
+        self.zero_retention = query.get("enable_logging", ["true"])[0].lower() == "false"  # ElevenLabs' zero retention
+        self.flushed: dict[str, bool] = {}  # context: flushed since its last text (a close then finishes it)
         headers = {k.decode().lower(): v.decode() for k, v in self.scope.get("headers", [])}
         key = headers.get("xi-api-key") or headers.get("authorization", "").removeprefix("Bearer ").strip()
         self.principal = None
@@ -90,6 +95,15 @@ class ElevenLabsSocket(SpeechStreamConsumer):
         self._prepare()
         if self.principal is not None:
             await self._open()
+        else:
+            self._deadline = asyncio.get_running_loop().create_task(self._key_by(AUTH_SECONDS))
+
+    async def _key_by(self, seconds: float) -> None:
+        """A socket that names no key within `seconds` is closed (it holds nothing until it does)."""
+        await asyncio.sleep(seconds)
+        if self.principal is None:
+            await self.send(text_data=json.dumps({"message": "No key was sent.", "error": "invalid_api_key"}))
+            await self.close(code=POLICY)
 
     async def _key(self, key: str):
         principal = await in_thread(authenticate_key)(f"Bearer {key}", self.address)
@@ -146,11 +160,13 @@ class ElevenLabsSocket(SpeechStreamConsumer):
         super()._emit(body)
 
     async def receive(self, text_data=None, bytes_data=None):
+        if text_data is not None and len(text_data.encode()) > MAX_MESSAGE_BYTES:
+            return self._say("message_too_large", f"Messages are limited to {MAX_MESSAGE_BYTES} bytes.")
         if self.principal is None:  # the key in the first message (a client that cannot set headers)
             try:
-                first = json.loads(text_data or "")
+                first = load_json(text_data or "")
                 self.principal = await self._key(str(first.get("xi_api_key") or first.get("authorization") or ""))
-            except (ValueError, AttributeError, ApiError) as exc:
+            except (AttributeError, ApiError) as exc:
                 reason = exc.message if isinstance(exc, ApiError) else "Send xi_api_key in the first message."
                 await self.send(text_data=json.dumps({"message": reason, "error": "invalid_api_key"}))
                 await self.close(code=POLICY)
@@ -160,13 +176,18 @@ class ElevenLabsSocket(SpeechStreamConsumer):
         if bytes_data is not None:
             return self._say("invalid_message", "Send JSON text messages; audio flows server to client only.")
         try:
-            message = json.loads(text_data)
-        except ValueError:
+            message = load_json(text_data)
+        except ApiError:
             return self._say("invalid_message", "A message must be a JSON object.")
         if not isinstance(message, dict) or set(message) - FIELDS:
             unknown = sorted(set(message) - FIELDS) if isinstance(message, dict) else []
             return self._say("invalid_message", f"Unknown field(s): {', '.join(unknown) or 'not an object'}.")
-        await self._handle(message)
+        try:
+            await self._handle(message)
+        except Exception:  # a fault of ours: say so and close, never leave the socket's tasks behind
+            logger.exception("elevenlabs socket message failed")
+            self._say("server_error", "The server had an error; try again.")
+            await self._close_after_sending(SERVER_ERROR)
 
     async def _handle(self, message: dict) -> None:
         context = self._context(message)
@@ -188,8 +209,12 @@ class ElevenLabsSocket(SpeechStreamConsumer):
             text += " "  # the sentence is complete: cut it now (the next message's text follows it)
         if text:
             self._text(protocol.TextDelta(context, text))
+            self.flushed[context] = False
         if message.get("flush"):
             self._text(protocol.Flush(context))
+            self.flushed[context] = True
+        if message.get("close_context") and not text and not self.flushed.pop(context, True):
+            return await self._cancel(context)  # closed unflushed: an interruption (Pipecat's barge-in)
         if message.get("close_context") or (text == "" and not self.multi):  # stream-input: "" ends the text
             self._text(protocol.CloseText(context))
 
@@ -204,14 +229,22 @@ class ElevenLabsSocket(SpeechStreamConsumer):
             body["model"] = self.model_id
         if isinstance(settings, dict) and settings.get("speed") is not None:
             body["speed"] = settings["speed"]
+        if self.zero_retention:
+            body["zero_retention"] = True
         org = self.principal.organization
         try:
+            if message.get("pronunciation_dictionary_locators"):
+                body["lexicons"] = lexicon_ids(message["pronunciation_dictionary_locators"])
             body["model"] = body.get("model") or await in_thread(model_for_voice)(org, self.voice)
             serializer = SpeechRequestSerializer(data=body, context={"organization": org})
             if not await in_thread(serializer.is_valid)():
                 raise validation_error(serializer.errors)
         except ApiError as exc:
             self._say(exc.code or "invalid_request", exc.message, context)
+            if self.multi:  # the context is over: its client stops waiting for it
+                super()._emit({"isFinal": True, "contextId": context})
+            else:  # stream-input has one text: the socket closes, as ElevenLabs closes it
+                await self._close_after_sending(POLICY)
             return None
         speech = dict(serializer.validated_data)
         speech.pop("input")

@@ -30,6 +30,7 @@ from synthesis.service.prepared import CachedSpeech
 from synthesis.service.speech import abandon, speak
 from tts_saas.errors import ApiError, validation_error
 from tts_saas.threads import in_thread
+from voices.catalog import VOICE_ID
 from voices.models import Voice
 
 from . import eleven_shapes as shapes
@@ -104,7 +105,9 @@ def _model_for(org, voice_id: str, model_id: str, limits) -> str:
 def model_for_voice(org, voice_id: str, limits=None) -> str:
     """The model a voice speaks with: an own voice's model, the default model where the voice is one
     of its own, else the first model of the plan that has it; 404 `voice_not_found` for none."""
-    own = scoped(Voice, org).filter(pk=voice_id).values_list("model", flat=True).first()
+    own = None
+    if VOICE_ID.fullmatch(voice_id):  # an own voice's id (anything else, a NUL byte too, is never a row)
+        own = scoped(Voice, org).filter(pk=voice_id).values_list("model", flat=True).first()
     if own:
         return own
     default = default_model(org)
@@ -114,6 +117,13 @@ def model_for_voice(org, voice_id: str, limits=None) -> str:
         if spec.voice(voice_id) is not None:
             return spec.name
     raise ApiError(404, f"A voice with the voice_id '{voice_id[:70]}' was not found.", "voice_not_found")
+
+
+def lexicon_ids(locators) -> list[str]:
+    """ElevenLabs' pronunciation dictionary locators as this service's lexicon ids."""
+    if not isinstance(locators, list) or not all(isinstance(x, dict) for x in locators):
+        raise ApiError(400, "pronunciation_dictionary_locators must be a list of objects.", "invalid_value")
+    return [str(x.get("pronunciation_dictionary_id", "")) for x in locators]
 
 
 def _speech_request(request: HttpRequest, voice_id: str, org, limits) -> tuple[dict, list[str]]:
@@ -134,11 +144,10 @@ def _speech_request(request: HttpRequest, voice_id: str, org, limits) -> tuple[d
         out["speed"] = settings["speed"]
     if body.get("seed") is not None:
         out["seed"] = body["seed"]
-    locators = body.get("pronunciation_dictionary_locators") or []
-    if not isinstance(locators, list) or not all(isinstance(x, dict) for x in locators):
-        raise ApiError(400, "pronunciation_dictionary_locators must be a list of objects.", "invalid_value")
-    if locators:
-        out["lexicons"] = [str(x.get("pronunciation_dictionary_id", "")) for x in locators]
+    if body.get("pronunciation_dictionary_locators"):
+        out["lexicons"] = lexicon_ids(body["pronunciation_dictionary_locators"])
+    if request.GET.get("enable_logging") == "false":  # ElevenLabs' zero retention
+        out["zero_retention"] = True
     ignored = [f"voice_settings.{name}" for name in NO_CONTROL if settings.get(name) is not None]
     ignored += [name for name in SAID if body.get(name)]
     if body.get("apply_text_normalization") == "off":
