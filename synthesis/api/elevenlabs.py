@@ -9,10 +9,12 @@ do of what a request asks (stability, style, previous_text…) is accepted and n
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import functools
 import inspect
 import json
+import logging
 
 from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
 from django.views.decorators.csrf import csrf_exempt
@@ -34,6 +36,8 @@ from voices.catalog import VOICE_ID
 from voices.models import Voice
 
 from . import eleven_shapes as shapes
+
+logger = logging.getLogger(__name__)
 
 DEFAULT_FORMAT = "mp3_44100_128"  # ElevenLabs' default output_format
 BODY_FIELDS = {
@@ -168,9 +172,9 @@ async def _spoken(request: HttpRequest, voice_id: str):
     if not isinstance(result, CachedSpeech):
         try:
             await result.first_audio()  # errors before the first audio keep their own status code
-        except BaseException:
+        except BaseException:  # an error, or the client went away (the view is cancelled)
             if not getattr(result, "shared", False):
-                await abandon(result.job_id)
+                await asyncio.shield(abandon(result.job_id))  # a queued job: refunded, slot freed
             raise
     return data, result, ignored
 
@@ -225,9 +229,12 @@ async def _timed(result, fmt: str):
                 yield data, []
         yield encoder.finish(), []
         finished = True
+    except ApiError as exc:  # a lost worker's job runs again for a retry with its Idempotency-Key: kept
+        finished = exc.code == "worker_lost"
+        raise
     finally:
         if not finished and not getattr(result, "shared", False):
-            await abandon(result.job_id)
+            await asyncio.shield(abandon(result.job_id))
 
 
 @eleven
@@ -264,6 +271,10 @@ async def stream_with_timestamps(request: HttpRequest, voice_id: str) -> HttpRes
                 if piece or said:
                     yield _line(piece, said, last) + b"\n"
                 last = said[-1] if said else last
+        except ApiError as exc:  # the status line has gone: the last line says why, in ElevenLabs' shape
+            job_id = getattr(result, "job_id", None)
+            logger.warning("stream ended by a job error: %s", exc.message, extra={"job_id": job_id})
+            yield shapes.error(exc.status, exc.code, exc.message).content + b"\n"
         finally:  # the client left: its job stops now
             await timed.aclose()
 
