@@ -98,10 +98,17 @@ def test_contexts_flush_close_and_each_sentence_aligned(live_stack, owner):
             await ws.send(json.dumps({"context_id": "a", "flush": True}))
             await ws.send(json.dumps({"context_id": "a", "close_context": True}))
             got = await messages_until_final(ws, "a")
+            # Closed without a flush: an interruption (Pipecat's barge-in). What was not yet spoken
+            # (the unfinished sentence) never is; the context still ends with isFinal.
+            await ws.send(json.dumps({"text": "Sure thing. And then a tail without its end", "context_id": "b"}))
+            await ws.send(json.dumps({"context_id": "b", "close_context": True}))
+            cut = await messages_until_final(ws, "b")
             await ws.send(json.dumps({"close_socket": True}))
-            return got
+            return got, cut
 
-    got = asyncio.run(run())
+    got, cut = asyncio.run(run())
+    said = "".join(c for m in cut if m.get("alignment") for c in m["alignment"]["chars"])
+    assert "tail" not in said, said
     audio = b"".join(base64.b64decode(m["audio"]) for m in got if m.get("audio"))
     aligned = [m["alignment"] for m in got if m.get("alignment")]
     assert all(m["contextId"] == "a" for m in got) and len(audio) > 0
