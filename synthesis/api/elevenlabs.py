@@ -25,7 +25,7 @@ from billing.limits import limits_for
 from billing.policy import aauthorize
 from synthesis.api.defaults import default_model
 from synthesis.api.serializers import SpeechRequestSerializer
-from synthesis.api.speech import audio_response, parse_json
+from synthesis.api.speech import audio_response, encoded, first_audio, parse_json
 from synthesis.audio import formats as audio
 from synthesis.audio.captions import Caption
 from synthesis.service.prepared import CachedSpeech
@@ -170,12 +170,7 @@ async def _spoken(request: HttpRequest, voice_id: str):
     key = request.headers.get("Idempotency-Key", "")[:255]
     result = await speak(principal, limits, data, request.request_id, idempotency_key=key)
     if not isinstance(result, CachedSpeech):
-        try:
-            await result.first_audio()  # errors before the first audio keep their own status code
-        except BaseException:  # an error, or the client went away (the view is cancelled)
-            if not getattr(result, "shared", False):
-                await asyncio.shield(abandon(result.job_id))  # a queued job: refunded, slot freed
-            raise
+        await first_audio(result)
     return data, result, ignored
 
 
@@ -197,8 +192,7 @@ async def text_to_speech(request: HttpRequest, voice_id: str) -> HttpResponse:
     data, result, ignored = await _spoken(request, voice_id)
     fmt = data["response_format"]
     if isinstance(result, CachedSpeech):
-        body = await in_thread(audio.encode)(result.pcm16, fmt, result.rate)
-        response = HttpResponse(body, content_type=audio.output_format(fmt).content_type)
+        response = HttpResponse(await encoded(result, fmt), content_type=audio.output_format(fmt).content_type)
     else:
         response = audio_response(result, fmt, False, owner=not getattr(result, "shared", False))
     return _headers(response, data, result, ignored)
@@ -218,7 +212,7 @@ async def _timed(result, fmt: str):
     """(encoded audio, captions) pieces as the audio comes: each audio chunk, then each sentence's
     captions as it ends. A client that leaves stops the job (as the plain stream does)."""
     if isinstance(result, CachedSpeech):
-        yield await in_thread(audio.encode)(result.pcm16, fmt, result.rate), result.captions
+        yield await encoded(result, fmt), result.captions
         return
     encoder, finished = audio.StreamEncoder(fmt, result.rate), False
     try:

@@ -125,6 +125,26 @@ async def audio_body(feed: JobAudioFeed, fmt: str, sse: bool, owner: bool):
             await abandon(feed.job_id)
 
 
+async def encoded(result: CachedSpeech, fmt: str) -> bytes:
+    """A cache hit's audio in `fmt`: raw PCM or WAV at the model's rate on the event loop (no codec
+    work), any other format in a thread."""
+    if fmt in ("pcm", "wav") and result.rate == audio.SAMPLE_RATE:
+        return audio.encode(result.pcm16, fmt, result.rate)
+    return await in_thread(audio.encode)(result.pcm16, fmt, result.rate)
+
+
+async def first_audio(result: JobAudioFeed) -> None:
+    """Wait for a live request's first audio; errors before it keep their own status code. If an error
+    or the client's leaving (the view cancelled) comes first, the job is abandoned unless others
+    listen to it (a queued job: refunded, its slot freed)."""
+    try:
+        await result.first_audio()
+    except BaseException:
+        if not getattr(result, "shared", False):
+            await asyncio.shield(abandon(result.job_id))
+        raise
+
+
 def audio_response(feed: JobAudioFeed, fmt: str, sse: bool, owner: bool) -> StreamingHttpResponse:
     content_type = "text/event-stream" if sse else audio.output_format(fmt).content_type
     response = StreamingHttpResponse(audio_body(feed, fmt, sse, owner), content_type=content_type)
@@ -150,10 +170,7 @@ async def speech(request: HttpRequest) -> HttpResponse:
     key = request.headers.get("Idempotency-Key", "")[:255]
     result = await speak(principal, limits, data, request.request_id, idempotency_key=key)
     if isinstance(result, CachedSpeech):
-        if fmt in ("pcm", "wav") and result.rate == audio.SAMPLE_RATE:  # no codec work: stay on the event loop
-            body = audio.encode(result.pcm16, fmt, result.rate)
-        else:
-            body = await in_thread(audio.encode)(result.pcm16, fmt, result.rate)
+        body = await encoded(result, fmt)
         if sse:
             events = _sse({"type": "speech.audio.delta", "audio": base64.b64encode(body).decode()})
             events += b"".join(_segment_event(c) for c in result.captions)
@@ -167,12 +184,7 @@ async def speech(request: HttpRequest) -> HttpResponse:
         response["x-cache"] = "hit"
     else:
         shared = getattr(result, "shared", False)
-        try:
-            await result.first_audio()  # errors before the first audio keep their own status code
-        except BaseException:  # an error, or the client went away (the view is cancelled)
-            if not shared:
-                await asyncio.shield(abandon(result.job_id))  # a queued job: refunded, slot freed
-            raise
+        await first_audio(result)
         response = audio_response(result, fmt, sse, owner=not shared)
         response["x-cache"] = "shared" if shared else "miss"
     response["x-seed"] = str(result.seed)
@@ -230,8 +242,7 @@ async def voice_preview(request: HttpRequest, voice_id: str) -> HttpResponse:
     fmt = request.GET.get("format", "mp3")
     result = await preview(principal, limits, voice_id, fmt, request.request_id, request.GET.get("model", ""))
     if isinstance(result, CachedSpeech):
-        body = await in_thread(audio.encode)(result.pcm16, fmt, result.rate)
-        response = HttpResponse(body, content_type=audio.output_format(fmt).content_type)
+        response = HttpResponse(await encoded(result, fmt), content_type=audio.output_format(fmt).content_type)
         response["x-cache"] = "hit"
         return response
     await result.first_audio()
