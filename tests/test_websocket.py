@@ -278,7 +278,11 @@ def test_following_a_finished_job_whose_stream_expired_says_so_instead_of_hangin
     with live_stack.client(owner.key) as client:
         job = client.post("/jobs", json={"input": "Kept a while.", "response_format": "pcm", "seed": 3}).json()
         wait_until(lambda: client.get(f"/jobs/{job['id']}").json()["status"] == "succeeded", 60, "job not done")
-        redis.Redis.from_url(os.environ["REDIS_URL"]).delete(f"tts:job:{job['id']}:events")  # TTS_STREAM_TTL passed
+        events = redis.Redis.from_url(os.environ["REDIS_URL"])
+        key = f"tts:job:{job['id']}:events"
+        # the worker settles the job, then writes its stream's `end`: expire the stream once it is whole
+        wait_until(lambda: any(f[b"type"] == b"end" for _, f in events.xrevrange(key, count=1)), 10, "no end event")
+        events.delete(key)  # TTS_STREAM_TTL passed
         response = client.get(f"/jobs/{job['id']}/stream", timeout=20)
     assert response.status_code == 410, response.text
     assert response.json()["error"]["code"] == "stream_expired"
