@@ -60,6 +60,9 @@ def test_the_sdk_speaks_in_the_format_it_names_with_the_voice_picking_the_model(
         client.text_to_speech.stream("alloy", text=TEXT, model_id="chattts", output_format="mp3_22050_32")
     )
     assert probe(streamed) == (22050, 32_000) and last_spoken(owner.org).model == "chattts"
+    opus = b"".join(client.text_to_speech.convert("af_heart", text=TEXT, output_format="opus_48000_64"))
+    with av.open(io.BytesIO(opus)) as container:  # Ogg Opus at 48 kHz
+        assert (container.format.name, container.streams.audio[0].codec_context.sample_rate) == ("ogg", 48000)
 
 
 @pytest.mark.parametrize(("voice", "model"), [("af_heart", "kokoro"), ("alloy", "chattts")])
@@ -136,8 +139,12 @@ def test_refusals_come_as_the_sdk_raises_them_in_elevenlabs_shape(live_stack, ow
         b"".join(client.text_to_speech.convert("af_heart", text="Hi.", voice_settings={"speed": 9}))
     assert invalid.value.status_code == 422 and "speed" in invalid.value.body["detail"]["message"]
     with pytest.raises(ApiError) as fmt:
-        b"".join(client.text_to_speech.convert("af_heart", text="Hi.", output_format="opus_48000_64"))
-    assert fmt.value.status_code == 400 and "pcm_<rate>" in fmt.value.body["detail"]["message"]  # what is served
+        b"".join(client.text_to_speech.convert("af_heart", text="Hi.", output_format="opus_16000_64"))
+    assert fmt.value.status_code == 400 and "opus_48000_<kbps>" in fmt.value.body["detail"]["message"]  # what is
+    # served; a method the route does not answer is refused in the same shape
+    wrong = httpx.get(f"{live_stack.base_url}/elevenlabs/v1/text-to-speech/af_heart", headers={"xi-api-key": owner.key})
+    assert wrong.status_code == 405 and wrong.json()["detail"]["status"] == "method_not_allowed"
+    assert int(wrong.headers["content-length"]) == len(wrong.content)
 
     small = make_persona("Small Co", monthly_characters=10)
     with pytest.raises(ApiError) as quota:

@@ -1,5 +1,5 @@
 """Schema fuzzing: schemathesis reads the OpenAPI schema the live server serves, generates requests
-for every /v1 operation from it (valid ones, and invalid ones), sends them with an admin key and
+for every operation from it (/v1 and ElevenLabs' wire) (valid ones, and invalid ones), sends them with an admin key and
 holds every response to that same schema: no server error, a documented status code and content
 type, a body that matches what is documented for them (each event of an event stream included)."""
 
@@ -23,7 +23,7 @@ from schemathesis.specs.openapi.checks import (
 from tests.conftest import make_persona
 from tests.waiting import wait_until
 
-# One item runs all 61 operations: about four minutes on two cores at 20 examples each, past
+# One item runs all 71 operations: about four minutes on two cores at 20 examples each, past
 # pytest's default 300 s when busy.
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(900), pytest.mark.long]
 
@@ -33,7 +33,7 @@ pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(900),
 CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance, response_schema_conformance]
 # Generated examples per operation, valid and invalid together; the schema's own examples and the
 # coverage phase's boundary cases come on top. scripts/test's default run takes 5 (about a minute
-# for the 61 operations on two cores); TTS_FUZZ_EXAMPLES=20 or more fuzzes in full (about four).
+# for the 71 operations on two cores); TTS_FUZZ_EXAMPLES=20 or more fuzzes in full (about four).
 EXAMPLES = int(os.environ.get("TTS_FUZZ_EXAMPLES", "5"))
 
 
@@ -92,10 +92,10 @@ def api_schema(live_stack, fuzzing: Fuzzing):
     schema = schemathesis.openapi.from_url(f"{live_stack.base_url}/v1/openapi.json", config=config)
 
     def flatmap_path_parameters(ctx, path_parameters):
-        """Mostly ids that exist (generated ones exist nowhere: always a 404). The keys
+        """Mostly ids that exist (generated ones exist nowhere: always a 404), built-in voices too. The keys
         offered to DELETE /v1/keys/{key_id} are the victims, never the key the fuzzer uses: revoking
         it would leave every later request a 401, testing nothing."""
-        known = {"job_id": fuzzing.job_ids, "key_id": fuzzing.victim_key_ids}
+        known = {"job_id": fuzzing.job_ids, "key_id": fuzzing.victim_key_ids, "voice_id": ["alloy", "af_heart"]}
         if not path_parameters:
             return st.just(path_parameters)
         choices = {

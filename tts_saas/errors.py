@@ -1,11 +1,15 @@
-"""The one error shape of the API, OpenAI's: {"error": {"message", "type", "param", "code"}}.
+"""The error shape of the API, OpenAI's: {"error": {"message", "type", "param", "code"}}; under
+/elevenlabs/ (ElevenLabs' wire) ElevenLabs' own, {"detail": {"status", "message"}}.
 
-Views raise `ApiError`; DRF exceptions and Django's 404/500 handlers are mapped to the same body.
+Views raise `ApiError`; DRF exceptions and Django's 404/500 handlers are mapped to the same body,
+and ErrorShapeMiddleware turns any error of a request under /elevenlabs/ into ElevenLabs' shape
+(the limits', the outages' and the 500 handler's too), so one wire never answers in the other's.
 """
 
 from __future__ import annotations
 
 import functools
+import json
 import logging
 
 import redis.exceptions
@@ -17,7 +21,7 @@ from drf_spectacular.utils import OpenApiResponse
 from rest_framework import exceptions as drf_exceptions
 from rest_framework import serializers
 
-from .middleware import SyncAndAsyncMiddleware
+from .middleware import ResponseMiddleware, SyncAndAsyncMiddleware
 
 logger = logging.getLogger(__name__)
 
@@ -49,9 +53,9 @@ class ErrorSerializer(serializers.Serializer):
     error = ErrorDetailSerializer()
 
 
-def error_responses(descriptions: dict[int, str]) -> dict:
-    """`extend_schema` responses: each status with the error body, described as given."""
-    return {status: OpenApiResponse(ErrorSerializer, description=text) for status, text in descriptions.items()}
+def error_responses(descriptions: dict[int, str], shape=ErrorSerializer) -> dict:
+    """`extend_schema` responses: each status with the error body (`shape`), described as given."""
+    return {status: OpenApiResponse(shape, description=text) for status, text in descriptions.items()}
 
 
 class ApiError(Exception):
@@ -214,3 +218,49 @@ class OutageMiddleware(SyncAndAsyncMiddleware):
             "service_unavailable",
             headers={"Retry-After": OUTAGE_RETRY_AFTER},
         )
+
+
+ELEVENLABS_PREFIX = "/elevenlabs/"
+# Our error codes as ElevenLabs names them in `detail.status` (others keep ours).
+ELEVENLABS_STATUS = {
+    "missing_api_key": "invalid_api_key",
+    "invalid_api_key": "invalid_api_key",
+    "insufficient_quota": "quota_exceeded",
+    "too_many_concurrent_requests": "too_many_concurrent_requests",
+    "too_many_connections": "too_many_concurrent_requests",
+    "rate_limit_exceeded": "too_many_requests",
+    "worker_unavailable": "system_busy",
+    "queue_timeout": "system_busy",
+}
+
+
+def elevenlabs_body(code: str | None, message: str) -> dict:
+    """ElevenLabs' error body, `{"detail": {"status": …, "message": …}}`."""
+    return {"detail": {"status": ELEVENLABS_STATUS.get(code or "", code or "error"), "message": message}}
+
+
+def shaped_for(path: str, response):
+    """`response` as the wire of `path` words it: an error in the API's shape becomes ElevenLabs'
+    under /elevenlabs/ (its status and headers kept); anything else is returned as it is."""
+    if not path.startswith(ELEVENLABS_PREFIX) or response.status_code < 400 or response.streaming:
+        return response
+    if not response.get("Content-Type", "").startswith("application/json"):
+        return response
+    try:
+        error = json.loads(response.content).get("error")
+    except (ValueError, AttributeError):
+        return response
+    if not isinstance(error, dict):
+        return response
+    body = json.dumps(elevenlabs_body(error.get("code"), str(error.get("message", ""))), ensure_ascii=False)
+    response.content = body.encode()
+    if response.has_header("Content-Length"):  # set by CommonMiddleware, within
+        response["Content-Length"] = str(len(response.content))
+    return response
+
+
+class ErrorShapeMiddleware(ResponseMiddleware):
+    """Every error of a request under /elevenlabs/ in ElevenLabs' shape, whichever part refused it."""
+
+    def process(self, request, response, started: float):
+        return shaped_for(request.path, response)

@@ -15,7 +15,7 @@ from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
 from django.urls import Resolver404, resolve
 
-from .errors import error_response
+from .errors import error_response, shaped_for
 from .middleware import RequestCheckMiddleware
 from .request_id import new_request_id
 
@@ -177,7 +177,7 @@ async def _answer(scope, send, message: str) -> None:
     """413 in the API's error shape, with a request id as every response has, and the connection
     closed after it (else the server would go on receiving the body it refused)."""
     request_id = new_request_id(dict(scope.get("headers", [])).get(b"x-request-id", b"").decode("latin-1"))
-    body = error_response(413, message, "request_too_large").content
+    body = shaped_for(_path_info(scope), error_response(413, message, "request_too_large")).content
     await send(
         {
             "type": "http.response.start",

@@ -50,6 +50,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "tts_saas.request_id.RequestIdMiddleware",
+    "tts_saas.errors.ErrorShapeMiddleware",  # errors under /elevenlabs/ in ElevenLabs' shape, whoever refused
     "tts_saas.limits.HeaderLimitsMiddleware",  # > 100 header fields or > 16 KiB of them: 431
     "tts_saas.limits.BodyLimitsMiddleware",  # a body over TTS_MAX_BODY_BYTES: 413, never parsed
     "billing.ratelimit.RateLimitHeadersMiddleware",
@@ -181,13 +182,12 @@ SPECTACULAR_SETTINGS = {
     "TITLE": "tts_saas API",
     "DESCRIPTION": "Multi-tenant text-to-speech on Kokoro-82M and VoxCPM2 (Apache-2.0: their audio may be sold) and "
     "ChatTTS (non-commercial weights, CC BY-NC 4.0), chosen per request with `model` (GET /v1/models lists what this "
-    "deployment serves, each with its licence); /v1/audio/speech is OpenAI-compatible. Kokoro's captions carry "
-    "word timings. The guides below are also in the repository's docs/ folder.",
+    "deployment serves, each with its licence); /v1/audio/speech is OpenAI-compatible, and /elevenlabs/v1/ speaks "
+    "ElevenLabs' wire. Kokoro's captions carry word timings. The guides below are also in the repository's docs/.",
     "VERSION": "1.0.0",
-    # 3.1: its schemas are JSON Schema, which can say that an event's `data` holds JSON (contentSchema).
-    "OAS_VERSION": "3.1.0",
-    # Request bodies apart from responses: what a request must hold (non-blank strings) is documented.
-    "COMPONENT_SPLIT_REQUEST": True,
+    "OAS_VERSION": "3.1.0",  # JSON Schema: it can say that an event's `data` holds JSON (contentSchema)
+    "COMPONENT_SPLIT_REQUEST": True,  # request bodies apart: what a request must hold (non-blank strings) said
+    "SCHEMA_PATH_PREFIX": "/v1",  # operation ids without it; ElevenLabs' routes keep theirs (elevenlabs_v1_…)
     "PREPROCESSING_HOOKS": ["synthesis.api.openapi.add_stand_ins"],
     "ENUM_NAME_OVERRIDES": {
         "ListObjectEnum": ["list"],

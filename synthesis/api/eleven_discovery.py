@@ -13,8 +13,10 @@ from tts_saas.errors import ApiError
 from voices.catalog import builtin_listing, own_voices
 from voices.models import Voice
 
+from . import eleven_openapi as docs
 from . import eleven_shapes as shapes
 from .elevenlabs import eleven
+from .openapi import documented_by
 
 
 def _voices(org, limits) -> list[dict]:
@@ -34,18 +36,29 @@ def _voices(org, limits) -> list[dict]:
 
 
 @eleven
+@documented_by(docs.VoicesDoc)
 def voices(request: HttpRequest) -> JsonResponse:
-    """GET /elevenlabs/v1/voices and /v2/voices (search, page_size; one page)."""
+    """GET /elevenlabs/v1/voices."""
     principal, limits = authorize(request)
-    found = _voices(principal.organization, limits)
-    if request.path.startswith("/elevenlabs/v2/"):
-        search = request.GET.get("search", "").lower()
-        found = [v for v in found if search in v["name"].lower() or search in v["voice_id"].lower()]
-        return JsonResponse({"voices": found, "has_more": False, "total_count": len(found), "next_page_token": None})
-    return JsonResponse({"voices": found})
+    return JsonResponse({"voices": _voices(principal.organization, limits)})
 
 
 @eleven
+@documented_by(docs.VoicesPageDoc)
+def voices_page(request: HttpRequest) -> JsonResponse:
+    """GET /elevenlabs/v2/voices (search; one page)."""
+    principal, limits = authorize(request)
+    search = request.GET.get("search", "").lower()
+    found = [
+        v
+        for v in _voices(principal.organization, limits)
+        if search in v["name"].lower() or search in v["voice_id"].lower()
+    ]
+    return JsonResponse({"voices": found, "has_more": False, "total_count": len(found), "next_page_token": None})
+
+
+@eleven
+@documented_by(docs.VoiceDoc)
 def voice(request: HttpRequest, voice_id: str) -> JsonResponse:
     """GET /elevenlabs/v1/voices/{voice_id}."""
     principal, limits = authorize(request)
@@ -56,6 +69,7 @@ def voice(request: HttpRequest, voice_id: str) -> JsonResponse:
 
 
 @eleven
+@documented_by(docs.ModelsDoc)
 def models(request: HttpRequest) -> JsonResponse:
     """GET /elevenlabs/v1/models: the models the plan allows (ElevenLabs' names mean the voice's)."""
     _, limits = authorize(request)
@@ -68,6 +82,7 @@ def _subscription(org) -> dict:
 
 
 @eleven
+@documented_by(docs.SubscriptionDoc)
 def user_subscription(request: HttpRequest) -> JsonResponse:
     """GET /elevenlabs/v1/user/subscription: this month's characters and limit."""
     principal, _ = authorize(request)
@@ -75,6 +90,7 @@ def user_subscription(request: HttpRequest) -> JsonResponse:
 
 
 @eleven
+@documented_by(docs.UserDoc)
 def user(request: HttpRequest) -> JsonResponse:
     """GET /elevenlabs/v1/user: the key's organization as ElevenLabs' user."""
     principal, _ = authorize(request)

@@ -9,24 +9,12 @@ from django.http import JsonResponse
 from billing.usage import MonthSummary
 from inference.spec import EngineSpec
 from synthesis.audio.captions import Caption
-
-# Our error codes as ElevenLabs names them in `detail.status` (others keep ours).
-STATUS_NAMES = {
-    "missing_api_key": "invalid_api_key",
-    "invalid_api_key": "invalid_api_key",
-    "insufficient_quota": "quota_exceeded",
-    "too_many_concurrent_requests": "too_many_concurrent_requests",
-    "too_many_connections": "too_many_concurrent_requests",
-    "rate_limit_exceeded": "too_many_requests",
-    "worker_unavailable": "system_busy",
-    "queue_timeout": "system_busy",
-}
+from tts_saas.errors import elevenlabs_body
 
 
 def error(status: int, code: str | None, message: str, headers: dict[str, str] | None = None) -> JsonResponse:
     """ElevenLabs' error body, `{"detail": {"status": …, "message": …}}`."""
-    body = {"detail": {"status": STATUS_NAMES.get(code or "", code or "error"), "message": message}}
-    response = JsonResponse(body, status=status, json_dumps_params={"ensure_ascii": False})
+    response = JsonResponse(elevenlabs_body(code, message), status=status, json_dumps_params={"ensure_ascii": False})
     for name, value in (headers or {}).items():
         response[name] = value
     return response

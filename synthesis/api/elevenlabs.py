@@ -24,38 +24,26 @@ from billing import offer
 from billing.limits import limits_for
 from billing.policy import aauthorize
 from synthesis.api.defaults import default_model
+from synthesis.api.eleven_serializers import ElevenLabsSpeechSerializer
+from synthesis.api.openapi import documented_by
 from synthesis.api.serializers import SpeechRequestSerializer
 from synthesis.api.speech import audio_response, encoded, first_audio, parse_json
 from synthesis.audio import formats as audio
 from synthesis.audio.captions import Caption
 from synthesis.service.prepared import CachedSpeech
 from synthesis.service.speech import abandon, speak
-from tts_saas.errors import ApiError, validation_error
+from tts_saas.errors import ApiError, require_methods, validation_error
 from tts_saas.threads import in_thread
 from voices.catalog import VOICE_ID
 from voices.models import Voice
 
+from . import eleven_openapi as docs
 from . import eleven_shapes as shapes
 
 logger = logging.getLogger(__name__)
 
 DEFAULT_FORMAT = "mp3_44100_128"  # ElevenLabs' default output_format
-BODY_FIELDS = {
-    "text",
-    "model_id",
-    "voice_settings",
-    "seed",
-    "language_code",
-    "apply_text_normalization",
-    "apply_language_text_normalization",
-    "pronunciation_dictionary_locators",
-    "previous_text",
-    "next_text",
-    "previous_request_ids",
-    "next_request_ids",
-    "use_pvc_as_ivc",
-    "audio_effects",
-}
+BODY_FIELDS = frozenset(ElevenLabsSpeechSerializer().fields)
 NO_CONTROL = ("stability", "similarity_boost", "style", "use_speaker_boost")  # no model here has these
 SAID = ("language_code", "previous_text", "next_text", "previous_request_ids", "next_request_ids", "audio_effects")
 
@@ -136,11 +124,11 @@ def _speech_request(request: HttpRequest, voice_id: str, org, limits) -> tuple[d
     unknown = sorted(set(body) - BODY_FIELDS)
     if unknown:
         raise ApiError(400, f"Unknown field(s): {', '.join(unknown)}.", "unknown_parameter", unknown[0])
-    if not isinstance(body.get("text"), str):
-        raise ApiError(400, "text: a string is required.", "invalid_value", "text")
+    checked = ElevenLabsSpeechSerializer(data=body)
+    if not checked.is_valid():
+        raise validation_error(checked.errors)
+    body = checked.validated_data
     settings = body.get("voice_settings") or {}
-    if not isinstance(settings, dict):
-        raise ApiError(400, "voice_settings must be an object.", "invalid_value", "voice_settings")
     model = _model_for(org, voice_id, str(body.get("model_id") or ""), limits)
     out: dict = {"model": model, "input": body["text"], "voice": voice_id}
     out["output_format"] = request.GET.get("output_format") or DEFAULT_FORMAT
@@ -149,7 +137,7 @@ def _speech_request(request: HttpRequest, voice_id: str, org, limits) -> tuple[d
     if body.get("seed") is not None:
         out["seed"] = body["seed"]
     if body.get("pronunciation_dictionary_locators"):
-        out["lexicons"] = lexicon_ids(body["pronunciation_dictionary_locators"])
+        out["lexicons"] = [x["pronunciation_dictionary_id"] for x in body["pronunciation_dictionary_locators"]]
     if request.GET.get("enable_logging") == "false":  # ElevenLabs' zero retention
         out["zero_retention"] = True
     ignored = [f"voice_settings.{name}" for name in NO_CONTROL if settings.get(name) is not None]
@@ -185,10 +173,10 @@ def _headers(response: HttpResponse, data: dict, result, ignored: list[str]) -> 
 
 
 @eleven
+@documented_by(docs.TextToSpeechDoc)
+@require_methods("POST")
 async def text_to_speech(request: HttpRequest, voice_id: str) -> HttpResponse:
     """POST /elevenlabs/v1/text-to-speech/{voice_id}[/stream]: the audio, streamed as it is made."""
-    if request.method != "POST":
-        raise ApiError(405, "Use POST.", "method_not_allowed")
     data, result, ignored = await _spoken(request, voice_id)
     fmt = data["response_format"]
     if isinstance(result, CachedSpeech):
@@ -232,10 +220,10 @@ async def _timed(result, fmt: str):
 
 
 @eleven
+@documented_by(docs.WithTimestampsDoc)
+@require_methods("POST")
 async def with_timestamps(request: HttpRequest, voice_id: str) -> HttpResponse:
     """POST …/with-timestamps: the whole audio (base64) and every character's start and end."""
-    if request.method != "POST":
-        raise ApiError(405, "Use POST.", "method_not_allowed")
     data, result, ignored = await _spoken(request, voice_id)
     pieces, captions = [], []
     timed = _timed(result, data["response_format"])
@@ -250,11 +238,11 @@ async def with_timestamps(request: HttpRequest, voice_id: str) -> HttpResponse:
 
 
 @eleven
+@documented_by(docs.StreamWithTimestampsDoc)
+@require_methods("POST")
 async def stream_with_timestamps(request: HttpRequest, voice_id: str) -> HttpResponse:
     """POST …/stream/with-timestamps: one JSON object a line, audio chunks as they come and each
     sentence's characters (times from the audio's start) as it ends."""
-    if request.method != "POST":
-        raise ApiError(405, "Use POST.", "method_not_allowed")
     data, result, ignored = await _spoken(request, voice_id)
 
     async def lines():

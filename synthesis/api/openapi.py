@@ -22,7 +22,7 @@ from synthesis.api.serializers import (
 )
 from synthesis.api.timing_serializers import SpeechAudioSegmentSerializer
 from synthesis.audio import formats as audio
-from tts_saas.errors import error_responses
+from tts_saas.errors import ELEVENLABS_PREFIX, error_responses
 
 SSE = "text/event-stream"
 
@@ -216,12 +216,16 @@ COMMON_ERRORS = {
 
 def add_common_errors(result, generator, request, public):
     """drf-spectacular postprocessing hook: every operation that takes an API key documents the
-    errors in COMMON_ERRORS, with the error body, unless it documents that status itself."""
+    errors in COMMON_ERRORS, with the error body (ElevenLabs' under /elevenlabs/), unless it
+    documents that status itself."""
     schemas = result.get("components", {}).get("schemas", {})
-    if "Error" not in schemas:
-        raise ImproperlyConfigured("No operation documents an error with ErrorSerializer: no Error component.")
-    error = {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}
-    for operations in result.get("paths", {}).values():
+    shapes = {"/v1/": "Error", ELEVENLABS_PREFIX: "ElevenLabsError"}
+    for name in shapes.values():
+        if name not in schemas:
+            raise ImproperlyConfigured(f"No operation documents an error in the {name} shape: no such component.")
+    for path, operations in result.get("paths", {}).items():
+        shape = next(name for prefix, name in shapes.items() if path.startswith(prefix))
+        error = {"application/json": {"schema": {"$ref": f"#/components/schemas/{shape}"}}}
         for operation in operations.values():
             if not any(operation.get("security", [])):
                 continue  # public (the schema itself)

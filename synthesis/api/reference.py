@@ -48,6 +48,8 @@ TAGS = {
     "Organization": "Settings: IP allowlist, data retention, single sign-on, second factors.",
     "Audit log": "What was done in the organization, by whom.",
     "Compatibility": "The shapes other clients read (Open WebUI); a key is optional here.",
+    "ElevenLabs": "ElevenLabs' REST wire under /elevenlabs/ (its SDK, Pipecat's and LiveKit's ElevenLabs services): "
+    "its shapes and errors, xi-api-key or Bearer; its text-streaming WebSockets are in the ElevenLabs guide.",
 }
 # Each operation's tag and title, by operationId (None: the summary its view sets).
 OPERATIONS = {
@@ -82,7 +84,7 @@ OPERATIONS = {
     "audio_models_retrieve": ("Compatibility", "List models (Open WebUI)"),
     "audio_voices_list": ("Compatibility", "List voices (Open WebUI)"),
 }
-PREFIXES = {"keys_": "API keys", "webhooks_": "Webhooks", "organization_": "Organization"}
+PREFIXES = {"keys_": "API keys", "webhooks_": "Webhooks", "organization_": "Organization", "elevenlabs_": "ElevenLabs"}
 LEFT_OUT = ("/v1/openapi.json",)  # the schema itself: not an operation a client calls
 
 

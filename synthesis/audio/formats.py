@@ -20,6 +20,7 @@ The extended names (`OUTPUT_FORMATS`):
   pcm_<rate>, wav_<rate> as pcm / wav at rate 8000, 16000, 22050, 24000, 44100 or 48000 Hz
   mp3_<rate>_<kbps>      MPEG audio at rate 22050, 24000 or 44100 Hz and 32, 48, 64, 96, 128, 160
                          or 192 kbps; 22050 and 24000 Hz are MPEG-2, which stops at 160 kbps
+  opus_48000_<kbps>      Opus in Ogg at 48 kHz and 32, 64, 96, 128 or 192 kbps (ElevenLabs' names)
 
 An output rate other than the input's goes through one libswresample resampler per stream
 (`av.AudioResampler`), kept across chunks and flushed at the end: the output has n * rate / input
@@ -56,6 +57,8 @@ FORMATS = tuple(CONTENT_TYPES)
 
 RAW_RATES = (8000, 16000, 22050, 24000, 44100, 48000)  # pcm_<rate>, wav_<rate>
 MP3_RATES = (22050, 24000, 44100)  # mp3_<rate>_<kbps>
+OPUS_RATE = 48000  # opus_48000_<kbps> (ElevenLabs' names), Opus's own rate
+OPUS_KBPS = (32, 64, 96, 128, 192)
 MP3_KBPS = (32, 48, 64, 96, 128, 160, 192)
 MPEG2_MAX_KBPS = 160  # MPEG-2 layer III (22050 and 24000 Hz) has no bit rate above 160 kbps
 G711_RATE = 8000
@@ -104,6 +107,9 @@ def _build_formats() -> dict[str, Format]:
                 continue
             name = f"mp3_{rate}_{kbps}"
             formats[name] = Format(name, "mp3", rate, kbps * 1000, CONTENT_TYPES["mp3"], "mp3")
+    for kbps in OPUS_KBPS:
+        name = f"opus_{OPUS_RATE}_{kbps}"
+        formats[name] = Format(name, "opus", OPUS_RATE, kbps * 1000, CONTENT_TYPES["opus"], "opus")
     return formats
 
 
@@ -120,7 +126,8 @@ def _one_of(values: tuple[object, ...]) -> str:
 _ACCEPTED = (
     f"Use {_one_of(FORMATS)} (24 kHz), ulaw_8000, alaw_8000, pcm_<rate> or wav_<rate> with rate "
     f"{_one_of(RAW_RATES)}, or mp3_<rate>_<kbps> (rate {_one_of(MP3_RATES)}; kbps {_one_of(MP3_KBPS)}, "
-    f"at most {MPEG2_MAX_KBPS} below 44100). Names are lower case."
+    f"at most {MPEG2_MAX_KBPS} below 44100), or opus_{OPUS_RATE}_<kbps> (kbps {_one_of(OPUS_KBPS)}). Names are "
+    "lower case."
 )
 
 

@@ -98,7 +98,7 @@ def test_every_name_parses_to_a_sensible_format():
 @pytest.mark.parametrize(
     "name",
     ["pcm_12345", "mp3_22050_192", "mp3_24000_192", "mp3_44100", "mp3_44100_100", "ulaw_16000", "ulaw", "", "MP3",
-     "Pcm_16000", "wav_16000 ", "pcm_016000", "opus_48000"],
+     "Pcm_16000", "wav_16000 ", "pcm_016000", "opus_48000", "opus_24000_64", "opus_48000_100"],
 )  # fmt: skip
 def test_bad_names_are_rejected_with_a_clear_message(name):
     with pytest.raises(ValueError) as error:
@@ -118,13 +118,24 @@ def test_rejection_says_why_when_it_can():
 # --- decoded rate and length ---
 
 
-@pytest.mark.parametrize("name", [n for n in OUTPUT_FORMATS if not n.startswith("mp3")])
+@pytest.mark.parametrize("name", [n for n in OUTPUT_FORMATS if not n.startswith(("mp3", "opus"))])
 def test_raw_formats_decode_at_their_rate_and_length(name):
     samples, rate = decode(encode(SINE, name), name)
     fmt = output_format(name)
     assert rate == fmt.sample_rate
     # One second in, one second out: the resampler's delay is compensated and its tail flushed.
     assert abs(len(samples) - fmt.sample_rate) <= 1
+
+
+@pytest.mark.parametrize("kbps", [32, 192])
+def test_elevenlabs_opus_names_are_48_khz_opus_at_their_bit_rate(kbps):
+    name = f"opus_48000_{kbps}"
+    assert output_format(name) == Format(name, "opus", 48000, kbps * 1000, "audio/ogg", "opus")
+    noise = np.random.default_rng(0).integers(-8000, 8000, 24000 * 2).astype("<i2").tobytes()  # 2 s at 24 kHz
+    data = encode(noise, name)
+    samples, rate = decode(data, name)
+    assert rate == 48000 and 1.95 <= len(samples) / rate <= 2.1
+    assert 0.5 <= len(data) * 8 / 2 / (kbps * 1000) <= 1.5  # about the bit rate named (noise fills it)
 
 
 @pytest.mark.parametrize("name", ["mp3_22050_32", "mp3_44100_128", "mp3_24000_160"])
