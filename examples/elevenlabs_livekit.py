@@ -32,9 +32,7 @@ REPLY = (
 async def main(url: str, key: str, voice: str, out: str) -> None:
     audio = bytearray()
     async with aiohttp.ClientSession() as session:  # outside an agent job, the TTS takes the session it uses
-        tts = elevenlabs.TTS(
-            base_url=url, api_key=key, voice_id=voice, encoding=f"pcm_{RATE}", http_session=session
-        )
+        tts = elevenlabs.TTS(base_url=url, api_key=key, voice_id=voice, encoding=f"pcm_{RATE}", http_session=session)
         stream = tts.stream()
 
         async def type_reply() -> None:

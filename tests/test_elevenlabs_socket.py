@@ -173,3 +173,41 @@ def test_stream_input_takes_the_key_in_its_first_message_and_not_in_the_url(live
 
     refused, code = asyncio.run(in_url())
     assert refused["error"] == "invalid_api_key" and code == 1008
+
+
+def test_with_sync_alignment_each_pieces_times_count_from_the_contexts_first_audio(live_stack, owner):
+    """LiveKit's plugin asks for `sync_alignment=true` and reads each piece's times as they are: they
+    count from the context's first audio, so its words keep their places across sentences."""
+
+    async def run():
+        url = ws_url(live_stack, "af_heart/multi-stream-input?output_format=pcm_24000&sync_alignment=true")
+        async with websockets.connect(url, additional_headers={"xi-api-key": owner.key}) as ws:
+            await ws.send(json.dumps({"text": "Hello there. ", "context_id": "a", "flush": True}))
+            got = []
+            while not any(m.get("alignment") for m in got):  # the first sentence spoken: a piece of its own
+                got.append(json.loads(await asyncio.wait_for(ws.recv(), 60)))
+            await ws.send(json.dumps({"text": "How are you today? ", "context_id": "a", "flush": True}))
+            await ws.send(json.dumps({"context_id": "a", "close_context": True}))
+            got += await messages_until_final(ws, "a")
+            await ws.send(json.dumps({"close_socket": True}))
+            return got
+
+    got = asyncio.run(run())
+    audio = b"".join(base64.b64decode(m["audio"]) for m in got if m.get("audio"))
+    aligned = [m["alignment"] for m in got if m.get("alignment")]
+    assert len(aligned) >= 2 and "".join(c for a in aligned for c in a["chars"]) == "Hello there. How are you today?"
+    starts = [t for a in aligned for t in a["charStartTimesMs"]]
+    assert starts == sorted(starts)  # one clock for the context, never restarting at a piece
+    last = aligned[-1]
+    assert abs((last["charStartTimesMs"][-1] + last["charDurationsMs"][-1]) / 1000 - len(audio) / 2 / 24000) < 0.05
+
+
+def test_a_socket_that_names_no_key_is_closed_after_15_seconds(live_stack):
+    async def run():
+        async with websockets.connect(ws_url(live_stack, "af_heart/stream-input")) as ws:
+            opened = asyncio.get_running_loop().time()
+            await asyncio.wait_for(ws.wait_closed(), 30)
+            return asyncio.get_running_loop().time() - opened, ws.close_code
+
+    waited, code = asyncio.run(run())
+    assert code == 1008 and 14 <= waited <= 20  # its connection slot is not held by a silent client

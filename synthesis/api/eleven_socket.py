@@ -80,6 +80,9 @@ class ElevenLabsSocket(SpeechStreamConsumer):
         # mark ends its sentence now, as ElevenLabs then generates at once.
         self.auto_mode = query.get("auto_mode", ["false"])[0].lower() == "true"
         self.zero_retention = query.get("enable_logging", ["true"])[0].lower() == "false"  # ElevenLabs' zero retention
+        # sync_alignment=true (LiveKit's plugin sends it, and reads each piece's times as they are): times
+        # from the context's first audio; without it (Pipecat) from where the piece before ended.
+        self.sync_alignment = query.get("sync_alignment", ["false"])[0].lower() == "true"
         self.flushed: dict[str, bool] = {}  # context: flushed since its last text (a close then finishes it)
         headers = {k.decode().lower(): v.decode() for k, v in self.scope.get("headers", [])}
         key = headers.get("xi-api-key") or headers.get("authorization", "").removeprefix("Bearer ").strip()
@@ -146,7 +149,7 @@ class ElevenLabsSocket(SpeechStreamConsumer):
         if not captions:
             return
         since, last = self.aligned.get(utterance, (0.0, None))
-        aligned = _in_ms(alignment(captions, last), last.end if last else since)
+        aligned = _in_ms(alignment(captions, last), 0.0 if self.sync_alignment else last.end if last else since)
         body = {"audio": None, "isFinal": None, "alignment": aligned, "normalizedAlignment": aligned}
         if self.multi:
             body["contextId"] = utterance

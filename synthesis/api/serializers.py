@@ -60,7 +60,7 @@ class SpeechRequestSerializer(serializers.Serializer):
         required=False,
         default="mp3",
         help_text="OpenAI's mp3, opus, aac, flac, wav or pcm (24 kHz), or an extended name: ulaw_8000, alaw_8000, "
-        "pcm_<rate> or wav_<rate> (8000, 16000, 22050, 24000, 44100, 48000), mp3_<rate>_<kbps>.",
+        "pcm_<rate> or wav_<rate> (8000, 16000, 22050, 24000, 32000, 44100, 48000), mp3_<rate>_<kbps>.",
     )
     output_format = FormatField(
         required=False,

@@ -17,9 +17,10 @@ with the extended names, `pcm_48000` or `wav_48000`):
 The extended names (`OUTPUT_FORMATS`):
   ulaw_8000, alaw_8000   G.711 μ-law / A-law at 8 kHz: raw bytes, one per sample, no header
                          (as telephony media streams and SIP carry them)
-  pcm_<rate>, wav_<rate> as pcm / wav at rate 8000, 16000, 22050, 24000, 44100 or 48000 Hz
+  pcm_<rate>, wav_<rate> as pcm / wav at rate 8000, 16000, 22050, 24000, 32000, 44100 or 48000 Hz
   mp3_<rate>_<kbps>      MPEG audio at rate 22050, 24000 or 44100 Hz and 32, 48, 64, 96, 128, 160
                          or 192 kbps; 22050 and 24000 Hz are MPEG-2, which stops at 160 kbps
+  mp3_44100              mp3_44100_128 (ElevenLabs' older name for it)
   opus_48000_<kbps>      Opus in Ogg at 48 kHz and 32, 64, 96, 128 or 192 kbps (ElevenLabs' names)
 
 An output rate other than the input's goes through one libswresample resampler per stream
@@ -55,7 +56,7 @@ CONTENT_TYPES = {
 }
 FORMATS = tuple(CONTENT_TYPES)
 
-RAW_RATES = (8000, 16000, 22050, 24000, 44100, 48000)  # pcm_<rate>, wav_<rate>
+RAW_RATES = (8000, 16000, 22050, 24000, 32000, 44100, 48000)  # pcm_<rate>, wav_<rate>
 MP3_RATES = (22050, 24000, 44100)  # mp3_<rate>_<kbps>
 OPUS_RATE = 48000  # opus_48000_<kbps> (ElevenLabs' names), Opus's own rate
 OPUS_KBPS = (32, 64, 96, 128, 192)
@@ -107,6 +108,9 @@ def _build_formats() -> dict[str, Format]:
                 continue
             name = f"mp3_{rate}_{kbps}"
             formats[name] = Format(name, "mp3", rate, kbps * 1000, CONTENT_TYPES["mp3"], "mp3")
+    formats["mp3_44100"] = Format(
+        "mp3_44100", "mp3", 44100, 128_000, CONTENT_TYPES["mp3"], "mp3"
+    )  # ElevenLabs' old name
     for kbps in OPUS_KBPS:
         name = f"opus_{OPUS_RATE}_{kbps}"
         formats[name] = Format(name, "opus", OPUS_RATE, kbps * 1000, CONTENT_TYPES["opus"], "opus")

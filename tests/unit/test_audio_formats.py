@@ -81,7 +81,7 @@ def test_plain_names_keep_their_meaning():
 
 def test_every_name_parses_to_a_sensible_format():
     assert not set(FORMATS) & set(OUTPUT_FORMATS) and len(set(OUTPUT_FORMATS)) == len(OUTPUT_FORMATS)
-    for rate in (8000, 16000, 22050, 24000, 44100, 48000):
+    for rate in (8000, 16000, 22050, 24000, 32000, 44100, 48000):
         assert {f"pcm_{rate}", f"wav_{rate}"} <= set(OUTPUT_FORMATS)
     assert {"ulaw_8000", "alaw_8000", "mp3_22050_32", "mp3_22050_160", "mp3_44100_192"} <= set(OUTPUT_FORMATS)
     for name in FORMATS + OUTPUT_FORMATS:
@@ -93,11 +93,13 @@ def test_every_name_parses_to_a_sensible_format():
     assert output_format("ulaw_8000").content_type == "audio/basic"
     assert output_format("alaw_8000").content_type == "audio/x-alaw-basic"
     assert output_format("mp3_44100_128") == Format("mp3_44100_128", "mp3", 44100, 128_000, "audio/mpeg", "mp3")
+    older = output_format("mp3_44100")  # ElevenLabs' older name
+    assert (older.codec, older.sample_rate, older.bit_rate) == ("mp3", 44100, 128_000)
 
 
 @pytest.mark.parametrize(
     "name",
-    ["pcm_12345", "mp3_22050_192", "mp3_24000_192", "mp3_44100", "mp3_44100_100", "ulaw_16000", "ulaw", "", "MP3",
+    ["pcm_12345", "mp3_22050_192", "mp3_24000_192", "mp3_32000", "mp3_44100_100", "ulaw_16000", "ulaw", "", "MP3",
      "Pcm_16000", "wav_16000 ", "pcm_016000", "opus_48000", "opus_24000_64", "opus_48000_100"],
 )  # fmt: skip
 def test_bad_names_are_rejected_with_a_clear_message(name):

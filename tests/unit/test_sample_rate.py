@@ -93,7 +93,7 @@ def test_fixed_rate_codecs_refuse_it_and_say_their_rate(codec):
 def test_a_rate_not_offered_lists_the_valid_rates():
     error = refused(response_format="pcm", sample_rate=12345)
     assert "12345" in error["message"]
-    assert "8000, 16000, 22050, 24000, 44100 or 48000" in error["message"]
+    assert "8000, 16000, 22050, 24000, 32000, 44100 or 48000" in error["message"]
     error = refused(response_format="mp3", sample_rate=48000)  # MP3 is offered at 22050, 24000, 44100
     assert "22050, 24000 or 44100" in error["message"]
 
