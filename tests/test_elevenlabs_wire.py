@@ -17,6 +17,7 @@ from elevenlabs import ElevenLabs
 from elevenlabs.core.api_error import ApiError
 
 from billing.models import UsageEvent
+from synthesis.models import Job
 from tests.conftest import make_persona
 from voices.actions import create_voice
 
@@ -160,6 +161,21 @@ def test_refusals_come_as_the_sdk_raises_them_in_elevenlabs_shape(live_stack, ow
     )
     assert said.status_code == 200 and said.headers["x-ignored-settings"] == "voice_settings.stability, previous_text"
     assert said.headers["x-model"] == "kokoro"
+
+    # apply_text_normalization off: the text as written reaches the model (its digits left to the G2P).
+    def spoken(normalization: str) -> httpx.Response:
+        return httpx.post(
+            f"{live_stack.base_url}/elevenlabs/v1/text-to-speech/af_heart?output_format=pcm_24000",
+            headers={"xi-api-key": owner.key},
+            json={"text": "Room 12 at 3:30.", "apply_text_normalization": normalization},
+            timeout=60,
+        )
+
+    off, auto = spoken("off"), spoken("auto")
+    assert off.status_code == auto.status_code == 200 and "x-ignored-settings" not in off.headers
+    assert Job.objects.get(pk=off.headers["x-job-id"]).params["spell_out"] is False
+    assert Job.objects.get(pk=auto.headers["x-job-id"]).params["spell_out"] is True
+    assert off.content != auto.content  # another reading, other audio (Kokoro is deterministic)
     nul = httpx.post(  # an id no row can have (PostgreSQL refuses a NUL byte in a query): not found, not a 500
         f"{live_stack.base_url}/elevenlabs/v1/text-to-speech/%00",
         headers={"xi-api-key": owner.key},

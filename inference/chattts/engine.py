@@ -26,7 +26,7 @@ from ..batch import BatchRow, Event
 from ..checkpoints import read_manifest
 from ..device import set_threads
 from ..engine import ModelUnavailable, SynthesisRequest
-from ..text.preparation import normalize_segment, normalizer_version
+from ..text.preparation import as_written, normalize_segment, normalizer_version
 from . import prompts
 from .checkpoint import check_model_dir, set_precision
 from .params import ChatTTSParams, token_budget
@@ -125,8 +125,10 @@ class ChatTTSEngine(BatchEngine):
         return cls(chat, dev, version, random_weights, fixed_length, precision)
 
     def read(self, segment: str, params: ChatTTSParams | None = None) -> str:
-        """What ChatTTS reads: the segment spelled out (it deletes what it cannot say); the same
-        whatever the row's parameters."""
+        """What ChatTTS reads: the segment spelled out (it deletes what it cannot say), or as written
+        where the request turned that off (`params.spell_out`)."""
+        if params is not None and not params.spell_out:
+            return as_written(segment, INLINE_TAGS, SPEC.name)
         return normalize_segment(segment, INLINE_TAGS, SPEC.name)
 
     def row_budget(self, text: str, params: ChatTTSParams) -> int:

@@ -32,6 +32,7 @@ class ChatTTSParams:
     speaker: str = ""  # a ChatTTS speaker embedding string (an organization's voice); else voice_seed's
     sample: str = ""  # a recording's codes (ChatTTS `spk_smp`): the voice is the recording's speaker
     sample_text: str = ""  # what the recording says, spelled out (ChatTTS `txt_smp`)
+    spell_out: bool = True  # numbers, dates and symbols read out (a request's text_normalization "off": False)
 
     @classmethod
     def from_request(cls, data: dict, voice: dict, seed: int) -> ChatTTSParams:
@@ -58,6 +59,7 @@ class ChatTTSParams:
             speed=speed_level(data.get("speed", 1.0)),
             refine_text=data.get("refine_text", False),
             refine_prompt=data.get("refine_prompt", ""),
+            spell_out=data.get("text_normalization", "auto") != "off",
         )
 
 

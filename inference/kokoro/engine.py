@@ -144,7 +144,7 @@ class KokoroEngine(BatchEngine):
     def read(self, segment: str, params: KokoroParams | None = None) -> str:
         """What Kokoro reads: the segment spelled out outside phoneme links (`text.read`), in the
         row's language (`params`; None: English for Latin script, as for an English voice)."""
-        return read(segment, params.reading if params is not None else "")
+        return read(segment, params.reading, params.spell_out) if params is not None else read(segment)
 
     def row_budget(self, text: str, params: KokoroParams) -> int:
         """The most frames the row can make: every input at the duration head's maximum."""

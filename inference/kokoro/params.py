@@ -21,6 +21,7 @@ class KokoroParams:
     # The G2P language of the row (one of languages.LANGUAGES): "" is the voice's (its id's letter);
     # a request's `lang` (SSML's xml:lang) sets it. Latin-script text is read in it.
     language: str = ""
+    spell_out: bool = True  # numbers, dates and symbols read out (a request's text_normalization "off": False)
 
     def __post_init__(self):
         # Read back from a job's JSON the mix is lists: keep it a tuple of pairs (hashable, comparable).
@@ -49,7 +50,13 @@ class KokoroParams:
             english = language  # an English span of a request reads English with its accent
         if language == voice_language(mix, english):
             language = ""  # the voice's own: the same parameters (and cache key) as without `lang`
-        return cls(voice=mix, speed=float(data.get("speed", 1.0)), english=english, language=language)
+        return cls(
+            voice=mix,
+            speed=float(data.get("speed", 1.0)),
+            english=english,
+            language=language,
+            spell_out=data.get("text_normalization", "auto") != "off",
+        )
 
 
 def accent(mix: tuple[tuple[str, float], ...]) -> str:

@@ -44,17 +44,22 @@ _SPELLED = {"es": "es", "fr": "fr", "it": "it", "pt-br": "pt"}
 
 
 @functools.lru_cache(maxsize=4096)
-def read(segment: str, language: str = "") -> str:
+def read(segment: str, language: str = "", spell_out: bool = True) -> str:
     """What Kokoro reads for a segment in a row of `language` (languages.LANGUAGES; "": English
-    for Latin script): numbers, money and dates spelled out outside phoneme links
-    `[word](/phonemes/)`, which are kept as they are. Raises TextError for inline tags (Kokoro has
-    none), for Japanese where its G2P is not installed, or when nothing is left to say."""
+    for Latin script): numbers, money and dates spelled out (unless `spell_out` is False: as
+    written, left to the G2P) outside phoneme links `[word](/phonemes/)`, which are kept as they
+    are. Raises TextError for inline tags (Kokoro has none), for Japanese where its G2P is not
+    installed, or when nothing is left to say."""
     refuse_unknown_tags(segment, frozenset(), MODEL)
+
+    def spelled(part: str) -> str:
+        return _spelled(part, language) if spell_out else part
+
     parts, pos = [], 0
     for m in PHONEME_LINK.finditer(segment):
-        parts += [_spelled(segment[pos : m.start()], language), m.group(0)]
+        parts += [spelled(segment[pos : m.start()]), m.group(0)]
         pos = m.end()
-    parts.append(_spelled(segment[pos:], language))
+    parts.append(spelled(segment[pos:]))
     text = re.sub(r"[ \t]+", " ", "".join(parts)).strip()
     refuse_unknown_tags(text, frozenset(), MODEL)  # whatever normalising made of the text
     if not has_words(text):

@@ -303,6 +303,16 @@ def prepare(
     return PreparedText(text=tidy, segments=tuple(cut[i] for i in kept), continued=marks)
 
 
+def as_written(segment: str, tags: frozenset[str], model: str) -> str:
+    """What a model reads for a segment when the request turns normalisation off: the text as
+    written (spaces tidied), its numbers and symbols left to the model."""
+    refuse_unknown_tags(segment, tags, model)
+    text = re.sub(r"[ \t]+", " ", segment).strip()
+    if not has_words(text):
+        raise TextError("The input has nothing to say (only tags, spaces or symbols).")
+    return text
+
+
 @functools.lru_cache(maxsize=4096)
 def normalize_segment(segment: str, tags: frozenset[str], model: str) -> str:
     """What the model reads for a segment: spelled out. Memoised (~20 ms a sentence)."""

@@ -37,7 +37,14 @@ from ..device import set_threads
 from ..engine import ModelUnavailable
 from ..spec import SAMPLE_RATE as RECORDING_RATE  # the rate a recording reaches a worker at
 from ..text import numbers
-from ..text.preparation import TextError, estimate_seconds, has_words, normalize_segment, normalizer_version
+from ..text.preparation import (
+    TextError,
+    as_written,
+    estimate_seconds,
+    has_words,
+    normalize_segment,
+    normalizer_version,
+)
 from .files import ALTERNATES, ENV, FILES, check_model_dir, unloaded
 from .params import VoxCPMParams
 from .references import Prompt, Prompts, ReferenceError, pack, unpack
@@ -173,11 +180,13 @@ class VoxCPMEngine(BatchEngine):
             ) from e
 
     def read(self, segment: str, params: VoxCPMParams | None = None) -> str:
-        """What VoxCPM2 reads (whatever the row's parameters): the segment with its numbers, money,
-        percentages, times and dates spelled out in Spanish, French, German or Japanese where it is
-        in one of them (`inference.text.numbers`, told from the text), with the English and Chinese
-        grammars every engine uses where it is English or Chinese, and as written in its other
-        languages (the model reads digits itself)."""
+        """What VoxCPM2 reads: the segment with its numbers, money, percentages, times and dates
+        spelled out in Spanish, French, German or Japanese where it is in one of them
+        (`inference.text.numbers`, told from the text), with the English and Chinese grammars every
+        engine uses where it is English or Chinese, and as written in its other languages (the model
+        reads digits itself); as written wherever the request turned that off (`params.spell_out`)."""
+        if params is not None and not params.spell_out:
+            return as_written(segment, frozenset(), SPEC.name)
         who = numbers.reading(segment)
         if who == "grammars":
             return normalize_segment(segment, frozenset(), SPEC.name)

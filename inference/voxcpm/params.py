@@ -32,6 +32,7 @@ class VoxCPMParams:
     reference: str = ""  # a cloned voice: its recording's latent patches, packed
     reference_text: str = ""  # what the recording says, as the model reads it ("": not given)
     builtin: str = ""  # a built-in voice's name, resolved by the worker (`with_builtin`)
+    spell_out: bool = True  # numbers, dates and symbols read out (a request's text_normalization "off": False)
 
     @classmethod
     def from_request(cls, data: dict, voice: dict, seed: int) -> VoxCPMParams:
@@ -48,6 +49,7 @@ class VoxCPMParams:
             cfg_value=float(data.get("cfg_value", CFG_VALUE)),
             inference_timesteps=int(data.get("inference_timesteps", INFERENCE_TIMESTEPS)),
             speed=float(data.get("speed", 1.0)),
+            spell_out=data.get("text_normalization", "auto") != "off",
         )
 
     def with_builtin(self, references: dict[str, dict] | None) -> VoxCPMParams:

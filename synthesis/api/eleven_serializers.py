@@ -45,7 +45,7 @@ class ElevenLabsSpeechSerializer(serializers.Serializer):
         choices=["auto", "on", "off"],
         required=False,
         help_text="auto and on: numbers, dates and units read out as words (this service's rules); off: the text "
-        "as written, on every model.",
+        "as written, its digits left to the model, on every model (text_normalization).",
     )
     apply_language_text_normalization = serializers.BooleanField(required=False, help_text="Not used.")
     pronunciation_dictionary_locators = serializers.ListField(

@@ -83,6 +83,7 @@ class ElevenLabsSocket(SpeechStreamConsumer):
         # sync_alignment=true (LiveKit's plugin sends it, and reads each piece's times as they are): times
         # from the context's first audio; without it (Pipecat) from where the piece before ended.
         self.sync_alignment = query.get("sync_alignment", ["false"])[0].lower() == "true"
+        self.normalization = query.get("apply_text_normalization", [""])[0]  # checked with the request
         self.flushed: dict[str, bool] = {}  # context: flushed since its last text (a close then finishes it)
         headers = {k.decode().lower(): v.decode() for k, v in self.scope.get("headers", [])}
         key = headers.get("xi-api-key") or headers.get("authorization", "").removeprefix("Bearer ").strip()
@@ -234,6 +235,8 @@ class ElevenLabsSocket(SpeechStreamConsumer):
             body["speed"] = settings["speed"]
         if self.zero_retention:
             body["zero_retention"] = True
+        if self.normalization:
+            body["text_normalization"] = self.normalization
         org = self.principal.organization
         try:
             if message.get("pronunciation_dictionary_locators"):

@@ -140,10 +140,10 @@ def _speech_request(request: HttpRequest, voice_id: str, org, limits) -> tuple[d
         out["lexicons"] = [x["pronunciation_dictionary_id"] for x in body["pronunciation_dictionary_locators"]]
     if request.GET.get("enable_logging") == "false":  # ElevenLabs' zero retention
         out["zero_retention"] = True
+    if body.get("apply_text_normalization"):
+        out["text_normalization"] = body["apply_text_normalization"]
     ignored = [f"voice_settings.{name}" for name in NO_CONTROL if settings.get(name) is not None]
     ignored += [name for name in SAID if body.get(name)]
-    if body.get("apply_text_normalization") == "off":
-        ignored.append("apply_text_normalization=off")  # numbers, dates and units are always read out
     return out, ignored
 
 

@@ -75,6 +75,14 @@ class SpeechRequestSerializer(serializers.Serializer):
         help_text="Keep no input text and no audio once the request is answered (no cache, no history text, an "
         "asynchronous job's audio handed out once). Where the organization allows it; always on where it requires it.",
     )
+    text_normalization = serializers.ChoiceField(
+        choices=["auto", "on", "off"],
+        required=False,
+        default="auto",
+        help_text="auto and on: numbers, dates, money, units and symbols are read out as words (this service's rules, "
+        "every model); off: the text as written, its digits and symbols left to the model (Kokoro's G2P reads plain "
+        "numbers; ChatTTS drops what it cannot say). ElevenLabs' apply_text_normalization.",
+    )
     instructions = StrictCharField(
         required=False,
         allow_blank=True,

@@ -9,19 +9,23 @@ import sys
 
 import pytest
 
-from inference.chattts.params import token_budget
+from inference.chattts.params import ChatTTSParams, token_budget
 from inference.chattts.spec import INLINE_TAGS
 from inference.chattts.spec import SPEC as CHATTTS
+from inference.kokoro.params import KokoroParams
 from inference.kokoro.spec import SPEC as KOKORO
+from inference.kokoro.text import read as kokoro_read
 from inference.text.preparation import (
     MAX_SEGMENT_SECONDS,
     TextError,
+    as_written,
     estimate_seconds,
     languages,
     normalize,
     normalize_segment,
     split_text,
 )
+from inference.voxcpm.params import VoxCPMParams
 from inference.voxcpm.spec import SPEC as VOXCPM
 
 prepare = CHATTTS.prepare
@@ -173,3 +177,21 @@ def test_text_in_a_language_voxcpm_does_not_speak_is_refused_naming_the_thirty_i
             VOXCPM.prepare(text)
         assert str(refused.value).startswith("Model 'voxcpm' speaks 30 languages (ar, my, zh,")
         assert str(refused.value).endswith(f"the input has {name}.")
+
+
+@pytest.mark.parametrize("params", [KokoroParams, ChatTTSParams, VoxCPMParams])
+def test_text_normalization_off_reaches_every_engines_row_and_auto_or_on_do_not(params):
+    voice = {"builtin": "af_heart" if params is KokoroParams else "alloy"}
+    assert params.from_request({"text_normalization": "off"}, voice, seed=1).spell_out is False
+    assert params.from_request({"text_normalization": "on"}, voice, seed=1) == params.from_request({}, voice, seed=1)
+
+
+def test_text_normalization_off_reads_the_text_as_written():
+    said = "It costs $5 at 3:30 on 4/5."
+    assert kokoro_read(said, "", spell_out=False) == said  # digits left to the G2P
+    assert "five" in kokoro_read(said).lower()  # spelled out by default
+    assert as_written("  It  costs $5. ", frozenset(), "voxcpm") == "It costs $5."
+    with pytest.raises(TextError):
+        as_written(" $ ", frozenset(), "chattts")
+    with pytest.raises(TextError):  # an inline tag the model does not take is refused all the same
+        as_written("Hi [laugh]", frozenset(), "voxcpm")
