@@ -17,7 +17,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from . import requests
-from .batch import Audio, BatchRow, BatchSink, Event
+from .batch import Audio, BatchRow, BatchSink, Event, Joining
 from .engine import SynthesisRequest
 from .spec import CPU_MAX_BATCH, RANDOM_WEIGHTS, EngineSpec
 
@@ -50,7 +50,7 @@ class BatchEngine:
         rows: list[BatchRow],
         stop: Callable[[str], bool],
         chunk_tokens: int = 24,
-        more: Callable[[int], list[BatchRow]] | None = None,
+        more: Joining | None = None,
     ) -> Iterator[Event]:
         raise NotImplementedError
 
@@ -59,7 +59,7 @@ class BatchEngine:
         rows: list[BatchRow],
         sink: BatchSink,
         chunk_tokens: int = 24,
-        more: Callable[[int], list[BatchRow]] | None = None,
+        more: Joining | None = None,
     ) -> None:
         """Run `rows` to their end, each row's audio and its end (with word timings where the
         engine gives them) reported to `sink` as they happen; `more(live)`, asked between steps

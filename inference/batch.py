@@ -37,6 +37,17 @@ class BatchRow:
     # Its first audio is awaited (a live request's first segment): an engine that makes a row whole
     # sends it in parts as it decodes them (Kokoro: in windows).
     early: bool = False
+    # When its listener runs out of the audio made before it (time.monotonic()), for a live request's
+    # later segment; None: nobody waits on it yet. An engine makes the earliest first where it can.
+    deadline: float | None = None
+
+
+class Joining(Protocol):
+    """Rows that join a running batch (continuous batching), asked between steps with the number of
+    rows still generating: any that wait, as far as there is room; with `urgent`, only live requests'
+    first segments (someone waits for their first audio: an engine may start them at once)."""
+
+    def __call__(self, live: int, urgent: bool = False) -> list[BatchRow]: ...
 
 
 class BatchSink(Protocol):

@@ -17,7 +17,7 @@ import numpy as np
 from .spec import SAMPLE_RATE, EngineSpec
 
 if TYPE_CHECKING:
-    from .batch import BatchRow, BatchSink
+    from .batch import BatchRow, BatchSink, Joining
 
 # Joining segments: a short pause between sentences, with fades so the cuts do not click.
 PAUSE_SECONDS = 0.12
@@ -80,7 +80,7 @@ class Engine(Protocol):
         rows: list[BatchRow],
         sink: BatchSink,
         chunk_tokens: int = 24,
-        more: Callable[[int], list[BatchRow]] | None = None,
+        more: Joining | None = None,
     ) -> None:
         """Run `rows` to their end, each row's audio and end reported to `sink` as they happen;
         `more(live)` between steps returns rows that join (continuous batching)."""

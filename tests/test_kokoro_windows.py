@@ -169,3 +169,37 @@ def test_with_the_sentences_statistics_the_windows_are_the_whole_decode(engine, 
     windowed = np.concatenate(chunks)
     assert len(chunks) == 3 and len(windowed) == len(whole)
     assert np.abs(windowed - whole).max() <= 1e-4 * np.abs(whole).max()
+
+
+def test_a_first_sentence_arriving_while_another_decodes_starts_between_its_windows(engine):
+    """On a CPU a forward takes seconds: a live request's first sentence that arrives meanwhile runs in a
+    forward of its own, taking turns with the running one a window at a time, instead of waiting for it."""
+    asked: list[bool] = []
+    late = BatchRow("late", engine.read(TEXT), HEART, 0, early=True)
+
+    def more(live: int, urgent: bool = False) -> list[BatchRow]:
+        asked.append(urgent)
+        return [late] if urgent and asked.count(True) == 1 else []
+
+    first = BatchRow("first", engine.read(TEXT), HEART, 0, early=True)
+    order = [(type(e).__name__, e.key) for e in engine.run_rows([first], lambda key: False, more=more)]
+    assert order[0] == ("Audio", "first") and order[1] == ("Audio", "late")  # its first window, next
+    assert order.index(("Done", "first")) > order.index(("Audio", "late"))  # before the running one ends
+    assert {k for _, k in order if _ == "Done"} == {"first", "late"} and asked[-1] is False  # then the next forward
+
+
+def test_whole_rows_go_to_the_decoder_earliest_deadline_first(engine, monkeypatch):
+    decoded = []
+    real = windows.run_decoder
+
+    def spy(decoder, asr, *args, **kwargs):
+        decoded.append(asr.shape[-1])
+        return real(decoder, asr, *args, **kwargs)
+
+    monkeypatch.setattr(windows, "run_decoder", spy)
+    short, long = row_input(engine, "A short one."), row_input(engine)
+    list(decode(engine.model, [long, short], 1))  # no deadlines: longest first
+    by_length = list(decoded)
+    decoded.clear()
+    list(decode(engine.model, [long, short], 1, deadlines=[None, 12.5]))  # the short one's listener waits
+    assert by_length[0] > by_length[1] and decoded == by_length[::-1]

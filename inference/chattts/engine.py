@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..base import BatchEngine, model_version, pick_device, pick_precision
-from ..batch import BatchRow, Event
+from ..batch import BatchRow, Event, Joining
 from ..checkpoints import read_manifest
 from ..device import set_threads
 from ..engine import ModelUnavailable, SynthesisRequest
@@ -219,7 +219,7 @@ class ChatTTSEngine(BatchEngine):
         rows: list[BatchRow],
         stop: Callable[[str], bool],
         chunk_tokens: int = 24,
-        more: Callable[[int], list[BatchRow]] | None = None,
+        more: Joining | None = None,
     ) -> Iterator[Event]:
         """`generate_batch` as an iterator of events (what `synthesize` and `stream` consume)."""
         from . import runner  # noqa: PLC0415  (torch/ChatTTS: worker processes only)

@@ -15,24 +15,23 @@ text, voice and speed always give the same audio.
 
 from __future__ import annotations
 
-import ctypes
 import functools
-import gc
 import json
 import logging
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from ..base import BatchEngine, model_version, pick_device, pick_precision
-from ..batch import Audio, BatchRow, Done, Event, Word
+from ..batch import Audio, BatchRow, Done, Event, Joining, Word
 from ..device import set_threads
 from ..engine import fade_in, fade_out
 from ..text import numbers
 from ..text.preparation import normalizer_version
 from . import g2p
+from .allocator import hand_back_freed_memory, keep_freed_memory
 from .checkpoint import check_model_dir
 from .params import KokoroParams
 from .spec import SPEC
@@ -187,18 +186,34 @@ class KokoroEngine(BatchEngine):
         rows: list[BatchRow],
         stop: Callable[[str], bool],
         chunk_tokens: int = 24,
-        more: Callable[[int], list[BatchRow]] | None = None,
+        more: Joining | None = None,
     ) -> Iterator[Event]:
         """`generate_batch` as an iterator of events (what `synthesize` and `stream` consume). A
         `Done`'s `tokens` are the row's frames (40 a second), its `ids` the durations per input."""
         seen: set[str] = set()
-        batch = rows
-        while batch:
+
+        def begun(batch: list[BatchRow]) -> Iterator[Event]:
             keys = [r.key for r in batch]
             if len(set(keys)) != len(keys) or seen.intersection(keys):
                 raise ValueError("the rows' keys must be unique within a batch")
             seen.update(keys)
-            yield from self._forward(batch, stop)
+            return self._forward(batch, stop)
+
+        # On a CPU a forward takes seconds: a listener's first sentence that arrives meanwhile does not
+        # wait for it but runs in a forward of its own, the two taking turns a window at a time.
+        urgent = more if more is not None and self.device.type == "cpu" else None
+        batch = rows
+        while batch:
+            running = deque([begun(batch)])
+            while running:
+                forward = running.popleft()
+                event = next(forward, None)
+                if event is None:
+                    continue
+                yield event
+                if urgent is not None and (joining := urgent(1, True)):
+                    running.appendleft(begun(joining))  # its first window next
+                running.append(forward)
             batch = more(0) if more is not None else []
         if self.device.type == "cpu":
             hand_back_freed_memory()  # nothing more to run now: what the batch freed goes back
@@ -231,7 +246,8 @@ class KokoroEngine(BatchEngine):
             live.append(_Row(row, row_pieces))
         stopped = lambda i: stop(live[owner[i][0]].row.key)  # noqa: E731
         opening = lambda durations: edges(durations)[0]  # noqa: E731  (trimmed from a piece's first chunk)
-        for d in decode(self.model, inputs, self.decoder_rows, self.dtype, early, stopped, opening):
+        deadlines = [live[r].row.deadline for r, _ in owner]
+        for d in decode(self.model, inputs, self.decoder_rows, self.dtype, early, stopped, opening, deadlines):
             r, k = owner[d.row]
             state = live[r]
             if state.ended:
@@ -311,40 +327,3 @@ def edges(durations: np.ndarray) -> tuple[int, int]:
     which made every join of two sentences, a long sentence's pieces and an SSML break ~0.3 s longer
     than asked; the pause a sentence's punctuation gives stays (the worker adds its pause after)."""
     return max(0, int(durations[0]) - EDGE_FRAMES), max(0, int(durations[-1]) - EDGE_FRAMES)
-
-
-def keep_freed_memory() -> None:
-    """Tune glibc's allocator for the decoder's activations, once the model is loaded (what loading
-    freed, the file's copy of the weights, is handed back first). By default glibc unmaps freed
-    blocks over its mmap threshold and trims the heap's top, so the activations were faulted back
-    in, page by page, at every layer; and each thread gets an arena of its own, each keeping its own
-    peak. Measured on 2 cores, full checkpoint, 12 requests (36 rows) on a worker-like thread, three
-    passes (RSS after, seconds a pass): glibc's defaults 3.6 GB, 40-43 s; one arena 1.6 GB, 41-45 s;
-    one arena keeping up to 128 MB free and mapping only blocks over 64 MB 1.7-1.8 GB, 37 s;
-    keeping everything under 1 GB 2.1-2.3 GB, 37 s. The third is used. Process-wide; glibc only."""
-    try:
-        libc = ctypes.CDLL("libc.so.6")
-    except OSError:
-        return
-    gc.collect()
-    libc.malloc_trim(0)
-    m_trim_threshold, m_mmap_threshold, m_arena_max = -1, -3, -8  # mallopt's parameters (malloc.h)
-    tuned = (
-        libc.mallopt(m_arena_max, 1)
-        and libc.mallopt(m_mmap_threshold, 64 << 20)
-        and libc.mallopt(m_trim_threshold, 128 << 20)
-    )
-    if not tuned:
-        logger.warning("could not tune glibc's allocator (mallopt): the decoder will run slower")
-
-
-def hand_back_freed_memory() -> None:
-    """Hand the free pages of the heap back to the OS (glibc's malloc_trim), when the engine has
-    nothing to run: while it runs, `keep_freed_memory` keeps them for the next forward's
-    activations; between bursts a worker's resident memory returns to its model and dictionaries
-    (the heap's free pages in the middle are not trimmed otherwise: a long-lived object above them
-    pins them)."""
-    try:
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
-    except OSError:
-        pass

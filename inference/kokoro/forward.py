@@ -29,6 +29,7 @@ sentences decoded whole (docs/benchmarks.md).
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass
 
@@ -187,6 +188,7 @@ def decode(
     early: Collection[int] = (),
     stopped: Callable[[int], bool] = lambda i: False,
     silence: Callable[[np.ndarray], int] = lambda durations: 0,
+    deadlines: Sequence[float | None] = (),
 ) -> Iterator[Decoded]:
     """`rows` through `model` (a loaded `kokoro.KModel`) in one padded batch: each row's audio
     (float32, 24 kHz) and its predicted durations. The rows in `early` come first, in windows as they
@@ -195,7 +197,8 @@ def decode(
     rows the decoder runs at once, 0: any; one on a CPU), a row stopped before its group is decoded
     yielding nothing. `silence(durations)`: the frames of an early row's opening silence its first
     window may start after (`Decoded.skipped` says how many it did).
-    `dtype`: the generator's resblocks in it (bfloat16), else float32."""
+    `deadlines`: each row's (`BatchRow.deadline`, None: none): the decoder groups go earliest first,
+    then longest first. `dtype`: the generator's resblocks in it (bfloat16), else float32."""
     if not rows:
         return
     side = _text_side(model, rows)
@@ -209,8 +212,11 @@ def decode(
     rest = [i for i in range(len(rows)) if i not in early]
     frame_counts = side.frames.tolist()
     s = side.ref_s[:, STYLE_DIM:]
-    for group in decoder_groups([frame_counts[i] for i in rest], decoder_rows):
-        group = [rest[j] for j in group if not stopped(rest[j])]  # a stop is seen before each group
+    groups = [[rest[j] for j in g] for g in decoder_groups([frame_counts[i] for i in rest], decoder_rows)]
+    if deadlines:  # whose listener runs out first (a stable sort: longest first among the rest)
+        groups.sort(key=lambda g: min((d for i in g if (d := deadlines[i]) is not None), default=math.inf))
+    for group in groups:
+        group = [i for i in group if not stopped(i)]  # a stop is seen before each group
         if not group:
             continue
         index = torch.tensor(group, device=model.device)

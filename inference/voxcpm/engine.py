@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..base import BatchEngine, model_version, pick_device, pick_precision
-from ..batch import Audio, BatchRow, Event
+from ..batch import Audio, BatchRow, Event, Joining
 from ..checkpoints import mismatched, read_manifest, sha256_file
 from ..device import set_threads
 from ..engine import ModelUnavailable
@@ -266,7 +266,7 @@ class VoxCPMEngine(BatchEngine):
         rows: list[BatchRow],
         stop: Callable[[str], bool],
         chunk_tokens: int = 24,
-        more: Callable[[int], list[BatchRow]] | None = None,
+        more: Joining | None = None,
     ) -> Iterator[Event]:
         """`generate_batch` as an iterator of events: the rows generate together, one patch each a
         step (`rows.RowBatch`), the rows `more` returns joining between steps; each row's audio
@@ -277,8 +277,8 @@ class VoxCPMEngine(BatchEngine):
             raise ValueError("chunk_tokens must be at least 1")
         batch = self._idle.pop() if self._idle else self._new_batch()
 
-        def joining(live: int) -> list[BatchRow]:
-            return [self._resolved(r) for r in more(live)] if more is not None else []
+        def joining(live: int, urgent: bool = False) -> list[BatchRow]:
+            return [self._resolved(r) for r in more(live, urgent)] if more is not None else []
 
         try:
             yield from batch.run([self._resolved(r) for r in rows], stop, chunk_tokens, joining, self._prompt)

@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterator
 import numpy as np
 import torch
 
-from ..batch import Audio, BatchRow, Done, Event
+from ..batch import Audio, BatchRow, Done, Event, Joining
 from ..engine import fade_in
 from . import prompts
 from .decoder import RowDecoder
@@ -104,7 +104,7 @@ class RowBatch:
         rows: list[BatchRow],
         stop: Callable[[str], bool],
         chunk: int,
-        more: Callable[[int], list[BatchRow]] | None,
+        more: Joining | None,
         prompt_of: Callable[[str], Prompt],
     ) -> Iterator[Event]:
         """Run `rows` (and those `more(live)` gives between steps) to their ends: each row's audio

@@ -122,16 +122,19 @@ class Batcher:
 
         checked = [time.monotonic()]
 
-        def more(live: int) -> list[BatchRow]:
-            """Jobs that arrived while the batch runs join it, as far as it has room."""
+        def more(live: int, urgent: bool = False) -> list[BatchRow]:
+            """Jobs that arrived while the batch runs join it, as far as it has room (`urgent`: only
+            live requests' first segments, which the engine may start between two windows)."""
             if time.monotonic() - checked[0] > CONNECTION_CHECK_SECONDS:  # a batch may outlive a database restart
                 close_old_connections()
                 checked[0] = time.monotonic()
             if live >= self.max_batch or not self._waiting:  # read without the lock: a hint
                 return []
+            if urgent and not self._live_first_sentence():  # read without the lock: a hint
+                return []
             with self._cond:
                 self._settle_stopped()
-                joining, joined = self._fill(self.max_batch - live)
+                joining, joined = self._fill(self.max_batch - live, first_only=urgent)
             if joining:
                 runs.update(joined)
                 logger.info("rows join the batch", extra={"rows": len(joining), "jobs": sorted(joined)})
@@ -175,15 +178,15 @@ class Batcher:
         """Whether a live job's first sentence is waiting, on an engine that makes sentences whole:
         it waits for no companion (its first audio is that sentence); later ones join at the next
         step (continuous batching)."""
-        return self.first_alone and any(r.job.interactive and not r.scheduled for r in self._waiting)
+        return self.first_alone and any(r.awaits_first_audio for r in self._waiting)
 
-    def _fill(self, room: int | None = None) -> tuple[list[BatchRow], dict[str, JobRun]]:
+    def _fill(self, room: int | None = None, first_only: bool = False) -> tuple[list[BatchRow], dict[str, JobRun]]:
         """Up to `room` rows (TTS_MAX_BATCH): round-robin over organizations (paid plans first),
-        one segment per job per round."""
+        one segment per job per round (`first_only`: only live jobs' first segments)."""
         room = self.max_batch if room is None else room
         by_org: dict[int, list[JobRun]] = defaultdict(list)
         for run in self._waiting:
-            if run.has_rows and self._may_add(run):
+            if run.has_rows and self._may_add(run) and (not first_only or run.awaits_first_audio):
                 by_org[run.org_id].append(run)
         order = sorted(by_org, key=lambda org: min(r.priority for r in by_org[org]))
         rows: list[BatchRow] = []
@@ -198,7 +201,7 @@ class Batcher:
                 run = queue.pop(0)
                 rows.append(run.next_row())
                 runs[run.run_id] = run
-                if run.has_rows and self._may_add(run):
+                if run.has_rows and self._may_add(run) and not first_only:
                     queue.append(run)  # its next segment waits for the next round
         self._waiting = [r for r in self._waiting if r.has_rows]
         return rows, runs

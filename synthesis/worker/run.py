@@ -8,14 +8,12 @@ from __future__ import annotations
 
 import json
 import logging
-import shutil
 import tempfile
 import time
 from collections.abc import Sequence
 
 import numpy as np
 from django.conf import settings
-from django.core.files import File
 from django.utils import timezone
 
 from billing import concurrency
@@ -24,12 +22,11 @@ from inference.batch import Word as RowWord
 from inference.engine import Engine, to_pcm16
 from synthesis.audio import cache, streams
 from synthesis.audio.captions import Caption, Word
-from synthesis.audio.formats import StreamEncoder, output_format, wav_header
-from synthesis.audio.held import hold_audio
 from synthesis.models import Job
 from synthesis.service import capacity
 from synthesis.service.jobs import fail_job, run_limit, settle_job
 from synthesis.worker import metrics as worker_metrics
+from synthesis.worker.store import store
 from synthesis.worker.styling import Styling
 
 logger = logging.getLogger(__name__)
@@ -38,7 +35,6 @@ STOP_CHECK_SECONDS = 0.05  # how often a running job looks for a cancel request 
 PROGRESS_SECONDS = 0.5  # how often a busy worker says so (waiting requests then keep waiting)
 LEASE_RENEW_SECONDS = 60  # how often a running job holds its concurrency slot for another run limit
 SPOOL_BYTES = 16 * 1024 * 1024  # a job's audio beyond this waits in a temporary file, not in memory
-BLOCK_BYTES = 1024 * 1024  # read back and encoded this much at a time
 
 
 class JobRun:
@@ -75,6 +71,7 @@ class JobRun:
         self.caption_from = 0  # the first segment of the caption being made
         self.open_caption: Caption | None = None  # a sentence's caption while its rest is generated
         self.started = time.monotonic()
+        self.first_audio_at: float | None = None  # a live job's first audio published (monotonic)
         self.cancelled = False
         self.finished = False
         self._stop_checked = 0.0
@@ -99,6 +96,11 @@ class JobRun:
         return f"{self.run_id}:{segment}"
 
     @property
+    def awaits_first_audio(self) -> bool:
+        """A live job none of whose rows has run yet: someone waits for its first audio."""
+        return self.job.interactive and not self.scheduled
+
+    @property
     def has_rows(self) -> bool:
         return not self.finished and not self.cancelled and self.scheduled < self.total
 
@@ -108,7 +110,11 @@ class JobRun:
         text, params = self.texts[index], self.styling.params[index]
         budget = self.engine.row_budget(text, params)
         early = self.job.interactive and index == 0  # someone waits for its first audio
-        return BatchRow(key=self.key(index), text=text, params=params, max_tokens=budget, early=early)
+        # When the listener runs out of what is published: the engine makes the earliest first.
+        deadline = None if self.first_audio_at is None else self.first_audio_at + self.position / self.rate
+        return BatchRow(
+            key=self.key(index), text=text, params=params, max_tokens=budget, early=early, deadline=deadline
+        )
 
     # The engine's callbacks, routed here by segment.
 
@@ -214,6 +220,7 @@ class JobRun:
             return
         if not self.chunks:
             worker_metrics.FIRST_AUDIO.observe((timezone.now() - self.job.created_at).total_seconds())
+            self.first_audio_at = time.monotonic() if self.job.interactive else None
         streams.publish(self.job.id, "audio", seq=self.chunks, pcm=pcm, keep=self.keep)
         worker_metrics.AUDIO_SECONDS.labels(self.job.model).inc(len(pcm) / 2 / self.rate)
         self.pcm.write(pcm)
@@ -233,31 +240,7 @@ class JobRun:
         return self.pcm.read()
 
     def _store(self) -> None:
-        """The job's file, encoded from the spooled audio a block at a time (a long job's audio is
-        never all in memory), saved with Django's storage; a zero-retention job's is held in Redis
-        instead, until its first download (at most TTS_ZERO_RETENTION_HOLD_SECONDS), never on disk
-        (the encoder's temporary files have no name)."""
-        job = self.job
-        spec = output_format(job.response_format)
-        with tempfile.TemporaryFile() as body, tempfile.TemporaryFile() as whole:
-            raw = f"pcm_{spec.sample_rate}" if spec.codec == "wav" else job.response_format  # WAV: its header after
-            encoder = StreamEncoder(raw, self.rate)
-            self.pcm.seek(0)
-            while block := self.pcm.read(BLOCK_BYTES):
-                body.write(encoder.feed(block))
-            body.write(encoder.finish())
-            out = body
-            if spec.codec == "wav":  # a stored WAV says its sizes (past RIFF's 4 GiB: "unknown")
-                samples = body.tell() // 2
-                whole.write(wav_header(samples if samples * 2 + 36 < 2**32 else None, spec.sample_rate))
-                body.seek(0)
-                shutil.copyfileobj(body, whole)
-                out = whole
-            out.seek(0)
-            if job.zero_retention:
-                hold_audio(job.id, out.read())
-            else:
-                job.result.save(f"{job.id}.{spec.extension}", File(out), save=False)
+        store(self.job, self.pcm, self.rate)
 
     def fail(self, status: int, code: str, message: str) -> None:
         if not self.finished:
