@@ -34,6 +34,10 @@ class Run:
         return SimpleNamespace(interactive=self.interactive)
 
     @property
+    def awaits_first_audio(self) -> bool:  # JobRun.awaits_first_audio's rule
+        return self.interactive and not self.scheduled
+
+    @property
     def has_rows(self) -> bool:
         return self.scheduled < self.total
 
@@ -121,3 +125,16 @@ def test_a_live_jobs_first_sentence_does_not_wait_for_companions_on_such_an_engi
     assert chattts._live_first_sentence() is False  # its first chunk streams within the batch anyway
     kokoro._waiting = [Run("j", total=2, interactive=False)]
     assert kokoro._live_first_sentence() is False  # an asynchronous job may wait for companions
+
+
+def test_between_two_windows_only_live_jobs_first_sentences_are_started():
+    b = batcher(KOKORO)
+    started, waiting, job = (
+        Run("a", total=3, scheduled=1, ended=1),
+        Run("b", total=3, org_id=2),
+        Run("j", total=3, interactive=False, org_id=3),
+    )
+    b._waiting = [started, waiting, job]
+    assert b._fill(4, first_only=True)[0] == ["b:0"]  # its listener waits; the others wait for the next forward
+    assert b._fill(4, first_only=True)[0] == []  # and only its first sentence
+    assert b._fill(4)[0] == ["a:1", "j:0"]
