@@ -278,7 +278,8 @@ class VoxCPMEngine(BatchEngine):
         batch = self._idle.pop() if self._idle else self._new_batch()
 
         def joining(live: int, urgent: bool = False) -> list[BatchRow]:
-            return [self._resolved(r) for r in more(live, urgent)] if more is not None else []
+            joined = (more(live, urgent=True) if urgent else more(live)) if more is not None else []
+            return [self._resolved(r) for r in joined]
 
         try:
             yield from batch.run([self._resolved(r) for r in rows], stop, chunk_tokens, joining, self._prompt)

@@ -47,9 +47,9 @@ TAGS = {
     "Webhooks": "The signing secret and the organization's event endpoint.",
     "Organization": "Settings: IP allowlist, data retention, single sign-on, second factors.",
     "Audit log": "What was done in the organization, by whom.",
-    "Compatibility": "The shapes other clients read (Open WebUI); a key is optional here.",
     "ElevenLabs": "ElevenLabs' REST wire under /elevenlabs/ (its SDK, Pipecat's and LiveKit's ElevenLabs services): "
     "its shapes and errors, xi-api-key or Bearer; its text-streaming WebSockets are in the ElevenLabs guide.",
+    "Compatibility": "The shapes other clients read (Open WebUI); a key is optional here.",
 }
 # Each operation's tag and title, by operationId (None: the summary its view sets).
 OPERATIONS = {
