@@ -1,7 +1,8 @@
 """The model-owning loop of a synthesis worker process: one thread drives the engine; Celery's
 task threads hand it claimed jobs and wait. It gathers what waits (for at most
 TTS_BATCH_GATHER_SECONDS once something does), fills a batch of up to TTS_MAX_BATCH rows —
-round-robin over organizations, paid plans first in each round, one segment per job per round —
+round-robin over organizations, paid plans first in each round, one segment per job per round,
+the earliest listener deadline first where the room runs out —
 and runs it on the worker's engine. Jobs arriving meanwhile join the running batch at its next step
 while it has room (continuous batching), filled the same way. Each row streams to its own job, and a job settles
 — and its task thread is free for the next job — the moment its last row ends.
@@ -181,14 +182,19 @@ class Batcher:
         return self.first_alone and any(r.awaits_first_audio for r in self._waiting)
 
     def _fill(self, room: int | None = None, first_only: bool = False) -> tuple[list[BatchRow], dict[str, JobRun]]:
-        """Up to `room` rows (TTS_MAX_BATCH): round-robin over organizations (paid plans first),
-        one segment per job per round (`first_only`: only live jobs' first segments)."""
+        """Up to `room` rows (TTS_MAX_BATCH): round-robin over organizations (paid plans first, then
+        the earliest listener deadline), one segment per job per round, each organization's jobs
+        earliest deadline first (`JobRun.next_deadline`: a stream about to run dry before one with
+        audio in hand, either before an asynchronous job; `first_only`: only live jobs' first
+        segments)."""
         room = self.max_batch if room is None else room
         by_org: dict[int, list[JobRun]] = defaultdict(list)
         for run in self._waiting:
             if run.has_rows and self._may_add(run) and (not first_only or run.awaits_first_audio):
                 by_org[run.org_id].append(run)
-        order = sorted(by_org, key=lambda org: min(r.priority for r in by_org[org]))
+        for queue in by_org.values():  # each organization's streams earliest listener deadline first
+            queue.sort(key=lambda r: r.next_deadline)
+        order = sorted(by_org, key=lambda org: (min(r.priority for r in by_org[org]), by_org[org][0].next_deadline))
         rows: list[BatchRow] = []
         runs: dict[str, JobRun] = {}
         while len(rows) < room and any(by_org.values()):

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import tempfile
 import time
 from collections.abc import Sequence
@@ -101,6 +102,18 @@ class JobRun:
         return self.job.interactive and not self.scheduled
 
     @property
+    def next_deadline(self) -> float:
+        """When this job's listener runs out of audio (monotonic) unless its next row is made: a
+        live job before its first audio, its arrival (its listener waits already); after it, its
+        first audio plus the audio published since; an asynchronous job, never (nobody listens as
+        it is made). The batcher takes each organization's rows earliest deadline first."""
+        if not self.job.interactive:
+            return math.inf
+        if self.first_audio_at is None:
+            return self.started
+        return self.first_audio_at + self.position / self.rate
+
+    @property
     def has_rows(self) -> bool:
         return not self.finished and not self.cancelled and self.scheduled < self.total
 
@@ -111,7 +124,7 @@ class JobRun:
         budget = self.engine.row_budget(text, params)
         early = self.job.interactive and index == 0  # someone waits for its first audio
         # When the listener runs out of what is published: the engine makes the earliest first.
-        deadline = None if self.first_audio_at is None else self.first_audio_at + self.position / self.rate
+        deadline = None if self.first_audio_at is None else self.next_deadline
         return BatchRow(
             key=self.key(index), text=text, params=params, max_tokens=budget, early=early, deadline=deadline
         )

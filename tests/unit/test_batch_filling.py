@@ -8,12 +8,14 @@ never calls it."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from types import SimpleNamespace
 
 from inference.chattts.spec import SPEC as CHATTTS
 from inference.kokoro.spec import SPEC as KOKORO
 from synthesis.worker.batcher import Batcher
+from synthesis.worker.run import JobRun
 
 
 @dataclass
@@ -27,6 +29,8 @@ class Run:
     priority: int = 0
     scheduled: int = 0
     ended: int = 0
+    arrived: float = 0.0
+    runs_dry: float | None = None  # first audio + audio published (monotonic), once it has some
     taken: list[int] = field(default_factory=list)
 
     @property
@@ -40,6 +44,12 @@ class Run:
     @property
     def has_rows(self) -> bool:
         return self.scheduled < self.total
+
+    @property
+    def next_deadline(self) -> float:  # JobRun.next_deadline's rule
+        if not self.interactive:
+            return math.inf
+        return self.arrived if self.runs_dry is None else self.runs_dry
 
     @property
     def in_flight(self) -> int:
@@ -138,3 +148,45 @@ def test_between_two_windows_only_live_jobs_first_sentences_are_started():
     assert b._fill(4, first_only=True)[0] == ["b:0"]  # its listener waits; the others wait for the next forward
     assert b._fill(4, first_only=True)[0] == []  # and only its first sentence
     assert b._fill(4)[0] == ["a:1", "j:0"]
+
+
+def test_where_the_room_runs_out_the_stream_nearest_running_dry_goes_first():
+    b = batcher(KOKORO)
+    fed, dry = (
+        Run("a", total=6, scheduled=2, ended=2, runs_dry=12.0),
+        Run("b", total=6, scheduled=2, ended=2, runs_dry=10.0),
+    )
+    b._waiting = [fed, dry]
+    assert b._fill(1)[0] == ["b:2"]  # its listener runs out 2 s before the other's, who waited longer
+    job = Run("j", total=3, interactive=False)
+    b._waiting = [job, fed]
+    assert b._fill(1)[0] == ["a:2"]  # nobody listens as an asynchronous job is made
+
+
+def test_across_organizations_the_earliest_deadline_leads_each_round_and_plans_still_come_first():
+    b = batcher(KOKORO)
+    late, soon = (
+        Run("a", total=4, org_id=1, scheduled=1, ended=1, runs_dry=20.0),
+        Run("b", total=4, org_id=2, scheduled=1, ended=1, runs_dry=5.0),
+    )
+    b._waiting = [late, soon]
+    assert b._fill(1)[0] == ["b:1"]
+    assert b._fill(4)[0] == ["a:1"]  # round-robin still: the other organization's row is next, not starved
+    paid, free = (
+        Run("p", total=4, org_id=3, priority=0, runs_dry=20.0, scheduled=1, ended=1),
+        Run("f", total=4, org_id=4, priority=1, runs_dry=5.0, scheduled=1, ended=1),
+    )
+    b._waiting = [free, paid]
+    assert b._fill(1)[0] == ["p:1"]
+
+
+def test_a_jobs_deadline_is_when_its_listener_runs_out():
+    run = JobRun.__new__(JobRun)  # only the rule: no job, no Redis
+    run.rate, run.started, run.position = 24000, 100.0, 0
+    run.job = SimpleNamespace(interactive=True)
+    run.first_audio_at = None
+    assert run.next_deadline == 100.0  # before its first audio: its listener waits since it arrived
+    run.first_audio_at, run.position = 101.0, 3 * 24000
+    assert run.next_deadline == 104.0  # three seconds published after the first audio at 101 s
+    run.job = SimpleNamespace(interactive=False)
+    assert run.next_deadline == math.inf
