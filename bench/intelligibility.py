@@ -27,6 +27,10 @@ Paths (each with the sets it speaks by default; `--sets` narrows them):
   ssml        SSML over SSE: words, marks and breaks
   lexicon, lexicon-off  the lexicon's sentences with it, and without it (the same reference)
   bf16        REST on a worker with TTS_PRECISION=bf16 (its decoder's resblocks in bfloat16)
+  int8        REST on a worker with TTS_PRECISION=int8 (its decoder's convolutions in int8)
+  engine-bf16, engine-int8  the engine path at that precision (not in the default run)
+  onnx        the int8 ONNX graph the real weights come from, in onnxruntime (dynamic int8: its
+              convolutions and matrix products), the engine's phonemes and voice (not in the default run)
   peer        the peer's POST /v1/audio/speech (`pcm`, stream false, lang_code "a")
   peer-timings  the peer's /dev/captioned_speech (its word timestamps)
   engine1.25, peer1.25  speed 1.25 in the engine and on the peer (not in the default run)
@@ -88,13 +92,18 @@ PATHS = {
     "lexicon-off": ("lexicon",),
     "long": ("long",),
     "bf16": ("read", "numbers"),
+    "int8": ("read", "numbers"),
+    "engine-bf16": ("read", "numbers"),
+    "engine-int8": ("read", "numbers"),
+    "onnx": ("read", "numbers"),
     "peer": ("read", "numbers"),
     "peer-timings": ("read",),
     "engine1.25": ("read",),  # not in the default run: where speed 1.25 goes wrong, engine or service
     "peer1.25": ("read",),
 }
-DEFAULT_PATHS = [p for p in PATHS if not p.endswith("1.25") or p == "speed1.25"]
-SERVICE = [p for p in PATHS if not p.startswith(("engine", "bf16", "peer"))]
+DEFAULT_PATHS = [p for p in PATHS if not p.endswith(("1.25", "-bf16", "-int8", "onnx")) or p == "speed1.25"]
+PRECISIONS = ("bf16", "int8")  # REST paths on a worker at that TTS_PRECISION
+SERVICE = [p for p in PATHS if not p.startswith(("engine", "peer", "onnx", *PRECISIONS))]
 BREAK_STRENGTHS = {"none": 0.0, "x-weak": 0.1, "weak": 0.25, "medium": 0.5, "strong": 0.75, "x-strong": 1.0}
 
 
@@ -542,7 +551,7 @@ class Service:
             return [self.rest(i, speed=float(path[5:])) for i in items]
         if path == "lexicon":
             return [self.rest(i, lexicons=[self.lexicon]) for i in items]
-        if path in ("lexicon-off", "bf16"):
+        if path == "lexicon-off" or path in PRECISIONS:
             return [self.rest(i) for i in items]
         raise ValueError(path)
 
@@ -550,11 +559,11 @@ class Service:
 class Engine:
     """KokoroEngine in this process: the sentence as one segment, as the engine reads it."""
 
-    def __init__(self):
+    def __init__(self, precision: str = "auto"):
         from inference.kokoro.engine import KokoroEngine
         from inference.kokoro.params import KokoroParams
 
-        self.engine = KokoroEngine.load(str(CHECKPOINT), device="cpu")
+        self.engine = KokoroEngine.load(str(CHECKPOINT), device="cpu", precision=precision)
         self.engine.warm_up()
         self.params = KokoroParams(voice=((VOICE, 1.0),))
 
@@ -571,6 +580,32 @@ class Engine:
             pieces = list(self.engine.synthesize(SynthesisRequest([text], params)))
             audio = np.concatenate(pieces) if pieces else np.zeros(0, np.float32)
             takes.append(Take(item, audio, seconds=time.perf_counter() - started, note=text))
+        return takes
+
+    def run_onnx(self, items: list[Item]) -> list[Take]:
+        """The same phonemes and style through the int8 ONNX graph, piece by piece."""
+        import onnxruntime
+        import torch
+
+        from inference.kokoro import real_weights
+        from inference.kokoro.engine import _row_pieces
+
+        options = onnxruntime.SessionOptions()
+        options.intra_op_num_threads = torch.get_num_threads()
+        session = onnxruntime.InferenceSession(real_weights.onnx_bytes(), options, providers=["CPUExecutionProvider"])
+        takes = []
+        for item in items:
+            started = time.perf_counter()
+            text = self.engine.read(item.text, self.params)
+            audio = []
+            for piece in _row_pieces(text, self.params):
+                ids = [self.engine.model.vocab[c] for c in piece.phonemes if c in self.engine.model.vocab]
+                style = self.engine.style(self.params.voice, len(ids)).cpu().numpy().reshape(1, 256)
+                feeds = {"tokens": np.array([[0, *ids, 0]], np.int64), "style": style.astype(np.float32)}
+                feeds["speed"] = np.array([1.0], np.float32)
+                audio.append(session.run(None, feeds)[0].reshape(-1) / 1.5)  # its ISTFT is 1.5x louder
+            take = np.concatenate(audio) if audio else np.zeros(0, np.float32)
+            takes.append(Take(item, take, seconds=time.perf_counter() - started, note=text))
         return takes
 
 
@@ -834,14 +869,23 @@ def main() -> None:
             for path in on_service:
                 measure(path, service.run)
     engine_paths = [p for p in args.paths if p.startswith("engine")]
-    if engine_paths:
+    for precision in ("auto", *PRECISIONS):  # one engine loaded at a time
+        paths = [p for p in engine_paths if p.endswith(precision) or (precision == "auto" and "-" not in p)]
+        if paths:
+            engine = Engine(precision)
+            for path in paths:
+                measure(path, lambda path, items, e=engine: e.run(items, float(path[6:].partition("-")[0] or 1)))
+            if precision == "auto" and "onnx" in args.paths:
+                measure("onnx", lambda path, items, e=engine: e.run_onnx(items))
+            del engine
+    if "onnx" in args.paths and not any(p for p in engine_paths if "-" not in p):
         engine = Engine()
-        for path in engine_paths:
-            measure(path, lambda path, items: engine.run(items, float(path[6:] or 1)))
+        measure("onnx", lambda path, items: engine.run_onnx(items))
         del engine
-    if "bf16" in args.paths:
-        with Stack(str(CHECKPOINT), engine="kokoro", TTS_PRECISION="bf16", **env) as stack:
-            measure("bf16", Service(stack).run)
+    for precision in PRECISIONS:
+        if precision in args.paths:
+            with Stack(str(CHECKPOINT), engine="kokoro", TTS_PRECISION=precision, **env) as stack:
+                measure(precision, Service(stack).run)
     peer_paths = [p for p in args.paths if p.startswith("peer")]
     if peer_paths and args.peer_start:
         from kokoro_peer import Peer

@@ -42,10 +42,10 @@ logger = logging.getLogger(__name__)
 # Our forward (padded batch, per-row noise seeded with model.SEED) and text side: part of the version.
 CODE_VERSION = "padded-batch/4"  # 2: a live first sentence in windows; 3: edge silence trimmed; 4: three windows
 # The decoder's generator: float32, or its resblocks' convolutions in bfloat16 (float32's range, so
-# the spectrum's exp cannot overflow as in half precision). bf16 is an operator's choice, never auto:
-# 1.2-1.3x faster on a CPU with AVX512-BF16, but the audio differs from float32's by ~-40 dB
-# (docs/benchmarks.md), measured on random weights only.
-PRECISIONS = ("fp32", "bf16")
+# the spectrum's exp cannot overflow as in half precision), or on a CPU the decoder's convolutions in
+# int8 (`quantized`). Both are an operator's choice, never auto: what each costs in words heard and
+# saves in time is in docs/benchmarks.md.
+PRECISIONS = ("fp32", "bf16", "int8")
 PACKS_KEPT = 64  # decoded voice packs and mixes a worker keeps
 EDGE_FRAMES = 2  # of the model's silence kept before a piece's first phoneme and after its end (50 ms)
 
@@ -114,13 +114,21 @@ class KokoroEngine(BatchEngine):
         dev = pick_device(device)
         set_threads(dev, threads, spare_core=False)  # few large convolutions: every core
         files = weights.local_files(model_dir) if model_dir else weights.downloaded_files(hf_cache_dir)
+        if precision == "int8" and dev.type != "cpu":
+            raise ValueError("TTS_PRECISION=int8 runs Kokoro on a CPU only; use fp32 or bf16 on a GPU")
         model = weights.load(files, dev)
+        if precision == "int8":
+            from .quantized import quantize_decoder  # noqa: PLC0415
+
+            logger.info("int8: %d of the decoder's convolutions quantised", quantize_decoder(model.decoder))
         if dev.type == "cpu":  # after loading: the file's copy of the weights is handed back first
             keep_freed_memory()
         # The generator's AdaIN + Snake fused by torch.compile on a GPU (the elementwise passes were
-        # two thirds of its decode time there: docs/benchmarks.md); op by op on a CPU, where the
-        # convolutions dominate. Float rounding apart, the same audio.
-        fused = ("compiled" if dev.type == "cuda" else "off") if fused == "auto" else fused
+        # two thirds of its decode time there: docs/benchmarks.md) and with int8 convolutions on a
+        # CPU (then they are half of it); op by op on a CPU in float32, where the convolutions
+        # dominate and a worker needs no C++ compiler. Float rounding apart, the same audio.
+        if fused == "auto":
+            fused = "compiled" if dev.type == "cuda" or precision == "int8" else "off"
         fused_ops.use_fused(fused)
         fingerprint = json.dumps(files.sha256, sort_keys=True)
         # The files, our forward, the G2P (packages and spaCy pipeline) and the spelling-out (the
