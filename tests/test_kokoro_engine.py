@@ -25,6 +25,7 @@ from inference.kokoro.engine import EDGE_FRAMES, KokoroEngine, edges
 from inference.kokoro.forward import forward
 from inference.kokoro.model import PADDING_ALLOWED, SEED, RowInput
 from inference.kokoro.params import KokoroParams
+from inference.kokoro.quantized import Int8Conv1d
 from inference.kokoro.spec import SPEC
 from inference.kokoro.text import MAX_PHONEMES, SAMPLES_PER_FRAME, pieces, words
 from inference.spec import SAMPLE_RATE
@@ -138,8 +139,34 @@ def test_a_checkpoint_with_a_renamed_key_is_refused_not_half_loaded(checkpoint, 
 
 
 def test_an_unknown_precision_is_refused(checkpoint):
-    with pytest.raises(ValueError, match="fp32"):
-        KokoroEngine.load(str(checkpoint), device="cpu", precision="int8")
+    with pytest.raises(ValueError, match="fp32, bf16, int8"):
+        KokoroEngine.load(str(checkpoint), device="cpu", precision="fp8")
+
+
+def test_int8_keeps_the_durations_and_is_another_model_version_close_to_fp32(engine, checkpoint):
+    """The decoder's convolutions in int8 on a CPU (an operator's choice): the text side stays float32,
+    so durations (and word timings) are float32's exactly; the audio within 8 bits' rounding; the
+    generator's last convolution and those of few input channels (F0's, N's, the harmonic source's) stay float32."""
+    low = KokoroEngine.load(str(checkpoint), device="cpu", precision="int8", fused="off")
+    decoder = low.model.decoder
+    int8 = [name for name, m in decoder.named_modules() if isinstance(m, Int8Conv1d)]
+    floats = [name for name, m in decoder.named_modules() if type(m) is torch.nn.Conv1d]
+    assert len(int8) > 20 and "generator.resblocks.0.convs1.0" in int8
+    assert sorted(floats) == [
+        "F0_conv",
+        "N_conv",
+        "generator.conv_post",
+        "generator.noise_convs.0",
+        "generator.noise_convs.1",
+    ]
+    ids = [engine.model.vocab[c] for c in "hˈI ðˈɛɹ, hˌW ɑɹ jˈu?"]
+    style = engine.style(HEART.voice, len(ids))
+    exact = forward(engine.model, [RowInput(ids, style)])[0]
+    rounded = forward(low.model, [RowInput(ids, style)])[0]
+    np.testing.assert_array_equal(exact.durations, rounded.durations)
+    error = np.sqrt(np.mean((exact.audio - rounded.audio) ** 2)) / np.sqrt(np.mean(exact.audio**2))
+    assert 0 < error < 0.1, error
+    assert low.model_version.endswith("-int8-random") and low.model_version != engine.model_version
 
 
 def test_bf16_is_another_model_version_close_to_fp32(engine, checkpoint):

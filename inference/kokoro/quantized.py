@@ -14,19 +14,21 @@ one is replaced at load by `Int8Conv1d`:
   all 8 bits), the result in float32: what onnxruntime's ConvInteger does in the int8 export.
 
 What stays float32: the text side (ALBERT, the encoders, durations: word timings are the float32
-model's exactly), the F0/N predictor, the transposed (upsampling) convolutions, AdaIN's statistics
-and Snake's activations, the harmonic source, the final convolution (its output goes through an
-exponential) and the inverse STFT. On a GPU the engine refuses int8 (its float32 and bfloat16
-kernels are faster there).
+model's exactly), the F0/N predictor, the transposed (upsampling) convolutions, those of few input
+channels, AdaIN's statistics and Snake's activations, the harmonic source, the final convolution
+(its output goes through an exponential) and the inverse STFT. On a GPU the engine refuses int8
+(its float32 and bfloat16 kernels are faster there).
 """
 
 from __future__ import annotations
 
+from typing import TypeGuard
+
 import torch
 from torch import nn
 
-# Convolutions of fewer input channels than this stay float32 (F0's and N's one-channel inputs):
-# too little work for quantising the input to pay.
+# Convolutions of fewer input channels than this stay float32 (F0's and N's one channel, the
+# harmonic source's 22): too little work for quantising the input to pay.
 MIN_CHANNELS = 64
 
 
@@ -84,7 +86,7 @@ def _grid_steps(weight: torch.Tensor) -> torch.Tensor | None:
     return torch.stack(steps)
 
 
-def _eligible(module: nn.Module) -> bool:
+def _eligible(module: nn.Module) -> TypeGuard[nn.Conv1d]:
     return (
         type(module) is nn.Conv1d
         and module.padding_mode == "zeros"
@@ -97,7 +99,7 @@ def _eligible(module: nn.Module) -> bool:
 def quantize_decoder(decoder: nn.Module) -> int:
     """Replace the decoder's eligible convolutions with `Int8Conv1d` in place (after weight norm is
     folded); the generator's last convolution stays float32. Returns how many were replaced."""
-    keep = {id(decoder.generator.conv_post)}
+    keep = {id(decoder.get_submodule("generator.conv_post"))}
     replaced = 0
     for parent in list(decoder.modules()):
         for name, child in list(parent.named_children()):
