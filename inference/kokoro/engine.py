@@ -117,10 +117,6 @@ class KokoroEngine(BatchEngine):
         if precision == "int8" and dev.type != "cpu":
             raise ValueError("TTS_PRECISION=int8 runs Kokoro on a CPU only; use fp32 or bf16 on a GPU")
         model = weights.load(files, dev)
-        if precision == "int8":
-            from .quantized import quantize_decoder  # noqa: PLC0415
-
-            logger.info("int8: %d of the decoder's convolutions quantised", quantize_decoder(model.decoder))
         if dev.type == "cpu":  # after loading: the file's copy of the weights is handed back first
             keep_freed_memory()
         # The generator's AdaIN + Snake fused by torch.compile on a GPU (the elementwise passes were
@@ -130,6 +126,11 @@ class KokoroEngine(BatchEngine):
         if fused == "auto":
             fused = "compiled" if dev.type == "cuda" or precision == "int8" else "off"
         fused_ops.use_fused(fused)
+        if precision == "int8":
+            from .quantized import quantize_decoder  # noqa: PLC0415
+
+            quantized = quantize_decoder(model.decoder, compiled=fused == "compiled")
+            logger.info("int8: %d of the decoder's convolutions quantised", quantized)
         fingerprint = json.dumps(files.sha256, sort_keys=True)
         # The files, our forward, the G2P (packages and spaCy pipeline) and the spelling-out (the
         # grammars, num2words): each changes the audio of a text, so each is part of the version

@@ -55,28 +55,27 @@ def use_fused(mode: str) -> None:
     elif mode == "eager":
         _FUSED = adain_snake
     elif mode == "compiled":
-        _FUSED = _Compiled()
+        _FUSED = Compiled(adain_snake, "the generator's AdaIN + Snake")
     else:
         raise ValueError(f"unknown fused mode {mode!r}")
 
 
-class _Compiled:
-    """`adain_snake` through `torch.compile`; a compilation that fails (no compiler for the device,
-    an unsupported op) is logged once and the same formula runs uncompiled from then on."""
+class Compiled:
+    """A formula through `torch.compile` (dynamic shapes); a compilation that fails (no compiler for
+    the device, an unsupported op) is logged once and the same formula runs uncompiled from then on."""
 
-    def __init__(self) -> None:
-        self.compiled: Callable[..., torch.Tensor] | None = torch.compile(adain_snake, dynamic=True)
+    def __init__(self, formula: Callable, name: str) -> None:
+        self.formula, self.name = formula, name
+        self.compiled: Callable | None = torch.compile(formula, dynamic=True)
 
-    def __call__(self, *args) -> torch.Tensor:
+    def __call__(self, *args):
         if self.compiled is not None:
             try:
                 return self.compiled(*args)
             except Exception:  # the eager formula is the same computation
-                logger.warning(
-                    "torch.compile of the generator's AdaIN + Snake failed: running it eagerly", exc_info=True
-                )
+                logger.warning("torch.compile of %s failed: running it eagerly", self.name, exc_info=True)
                 self.compiled = None
-        return adain_snake(*args)
+        return self.formula(*args)
 
 
 def current() -> Callable[..., torch.Tensor] | None:

@@ -11,7 +11,8 @@ one is replaced at load by `Int8Conv1d`:
   scale: the same numbers in int8, nothing lost. Otherwise one scale per output channel (symmetric:
   the largest magnitude maps to 127);
 - activations: quantised at every call from that call's own range (dynamic quantisation, uint8,
-  all 8 bits), the result in float32: what onnxruntime's ConvInteger does in the int8 export.
+  all 8 bits; `quantize_input`, compiled), the result in float32: what onnxruntime's
+  DynamicQuantizeLinear and ConvInteger do in the int8 export.
 
 What stays float32: the text side (ALBERT, the encoders, durations: word timings are the float32
 model's exactly), the F0/N predictor, the transposed (upsampling) convolutions, those of few input
@@ -22,22 +23,34 @@ channels, AdaIN's statistics and Snake's activations, the harmonic source, the f
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TypeGuard
 
 import torch
 from torch import nn
+
+from .fused import Compiled
 
 # Convolutions of fewer input channels than this stay float32 (F0's and N's one channel, the
 # harmonic source's 22): too little work for quantising the input to pay.
 MIN_CHANNELS = 64
 
 
+def quantize_input(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """`x` (batch, length, channels) as uint8 over its own range, zero on the grid (what onnxruntime's
+    DynamicQuantizeLinear does): (the integers, their scale, the zero point)."""
+    low, high = torch.clamp(x.amin(), max=0), torch.clamp(x.amax(), min=0)
+    scale = torch.clamp((high - low) / 255, min=1e-12)
+    zero = torch.round(-low / scale)
+    return torch.clamp(torch.round(x / scale) + zero, 0, 255).to(torch.uint8), scale, zero.to(torch.int32)
+
+
 class Int8Conv1d(nn.Module):
     """A `nn.Conv1d` (zero padding, no groups) in int8 through oneDNN: its weights int8 per output
     channel, its input quantised per call to uint8 over the call's own range (all 8 bits: PyTorch's
-    `conv1d_dynamic` keeps 7), its result float32."""
+    `conv1d_dynamic` keeps 7) by `quantize`, its result float32."""
 
-    def __init__(self, conv: nn.Conv1d):
+    def __init__(self, conv: nn.Conv1d, quantize: Callable = quantize_input):
         super().__init__()
         weight = conv.weight.detach().float()
         scale = _grid_steps(weight)
@@ -50,15 +63,15 @@ class Int8Conv1d(nn.Module):
         self.shape = (list(conv.stride), list(conv.padding), list(conv.dilation), conv.groups)
         # The input's scale and zero point given here only pick oneDNN's kernel; each call passes its own.
         self.packed = torch.ops.onednn.qconv_prepack(qweight, self.w_scale, 1.0, 0, *self.shape)
+        self.quantize = quantize
         self.in_channels, self.out_channels = conv.in_channels, conv.out_channels
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         # oneDNN reads and writes channels last (batch, length, channels): quantised in that layout
         # the input needs no copy (the previous convolution's output is in it already).
-        q = torch.quantize_per_tensor_dynamic(x.transpose(1, 2), torch.quint8, False)
-        u8 = q.int_repr().transpose(1, 2)
-        return torch.ops.onednn.qconv_pointwise(
-            u8, q.q_scale(), q.q_zero_point(), self.packed, self.w_scale, self.w_zero, self.bias,
+        u8, scale, zero = self.quantize(x.transpose(1, 2))
+        return torch.ops.onednn.qconv_pointwise.tensor(
+            u8.transpose(1, 2), scale, zero, self.packed, self.w_scale, self.w_zero, self.bias,
             *self.shape, 1.0, 0, torch.float32, "none", [], None,
         )  # fmt: skip
 
@@ -96,14 +109,17 @@ def _eligible(module: nn.Module) -> TypeGuard[nn.Conv1d]:
     )
 
 
-def quantize_decoder(decoder: nn.Module) -> int:
+def quantize_decoder(decoder: nn.Module, compiled: bool = True) -> int:
     """Replace the decoder's eligible convolutions with `Int8Conv1d` in place (after weight norm is
-    folded); the generator's last convolution stays float32. Returns how many were replaced."""
+    folded); the generator's last convolution stays float32. `compiled`: their inputs quantised by
+    `quantize_input` through torch.compile (two passes over the input; uncompiled, five). Returns
+    how many were replaced."""
+    quantize = Compiled(quantize_input, "int8 input quantisation") if compiled else quantize_input
     keep = {id(decoder.get_submodule("generator.conv_post"))}
     replaced = 0
     for parent in list(decoder.modules()):
         for name, child in list(parent.named_children()):
             if _eligible(child) and id(child) not in keep:
-                setattr(parent, name, Int8Conv1d(child))
+                setattr(parent, name, Int8Conv1d(child, quantize))
                 replaced += 1
     return replaced
