@@ -871,17 +871,14 @@ def main() -> None:
     engine_paths = [p for p in args.paths if p.startswith("engine")]
     for precision in ("auto", *PRECISIONS):  # one engine loaded at a time
         paths = [p for p in engine_paths if p.endswith(precision) or (precision == "auto" and "-" not in p)]
-        if paths:
+        onnx = precision == "auto" and "onnx" in args.paths  # the float32 engine's phonemes and styles
+        if paths or onnx:
             engine = Engine(precision)
             for path in paths:
                 measure(path, lambda path, items, e=engine: e.run(items, float(path[6:].partition("-")[0] or 1)))
-            if precision == "auto" and "onnx" in args.paths:
+            if onnx:
                 measure("onnx", lambda path, items, e=engine: e.run_onnx(items))
             del engine
-    if "onnx" in args.paths and not any(p for p in engine_paths if "-" not in p):
-        engine = Engine()
-        measure("onnx", lambda path, items: engine.run_onnx(items))
-        del engine
     for precision in PRECISIONS:
         if precision in args.paths:
             with Stack(str(CHECKPOINT), engine="kokoro", TTS_PRECISION=precision, **env) as stack:

@@ -64,7 +64,6 @@ class Int8Conv1d(nn.Module):
         # The input's scale and zero point given here only pick oneDNN's kernel; each call passes its own.
         self.packed = torch.ops.onednn.qconv_prepack(qweight, self.w_scale, 1.0, 0, *self.shape)
         self.quantize = quantize
-        self.in_channels, self.out_channels = conv.in_channels, conv.out_channels
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         # oneDNN reads and writes channels last (batch, length, channels): quantised in that layout
