@@ -126,11 +126,13 @@ class KokoroEngine(BatchEngine):
         if fused == "auto":
             fused = "compiled" if dev.type == "cuda" or precision == "int8" else "off"
         fused_ops.use_fused(fused)
+        int8_version = None
         if precision == "int8":
-            from .quantized import quantize_decoder  # noqa: PLC0415
+            from .quantized import VERSION, quantize_decoder  # noqa: PLC0415
 
             quantized = quantize_decoder(model.decoder, compiled=fused == "compiled")
             logger.info("int8: %d of the decoder's convolutions quantised", quantized)
+            int8_version = VERSION
         fingerprint = json.dumps(files.sha256, sort_keys=True)
         # The files, our forward, the G2P (packages and spaCy pipeline) and the spelling-out (the
         # grammars, num2words): each changes the audio of a text, so each is part of the version
@@ -138,6 +140,8 @@ class KokoroEngine(BatchEngine):
         parts = [fingerprint, CODE_VERSION, g2p.versions(), normalizer_version(), numbers.version()]
         if fused != "off":
             parts.append("fused")
+        if int8_version:  # how int8 quantises changes its audio
+            parts.append(int8_version)
         version = model_version("kokoro", parts, precision, files.random_weights)
         logger.info(
             "model loaded: %s on %s, %s, %d torch threads, English G2P pipeline %s",

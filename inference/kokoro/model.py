@@ -124,6 +124,9 @@ def _resblk(block, x: torch.Tensor, s: torch.Tensor, mask: torch.Tensor | None):
 def _resblock1(block, x: torch.Tensor, s: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
     """kokoro's AdaINResBlock1 (the generator's) on padded rows; its AdaIN + Snake fused where
     `fused.current()` gives one (every row then takes the mask, all ones where none is padded)."""
+    windowed = getattr(block, "int8", None)  # quantized.WindowedResblock: TTS_PRECISION=int8
+    if windowed is not None:
+        return windowed(block, x, s, x.new_ones(x.size(0), 1, x.size(-1)) if mask is None else mask)
     fused = fused_ops.current()
     if fused is not None:
         keep = x.new_ones(x.size(0), 1, x.size(-1)) if mask is None else mask

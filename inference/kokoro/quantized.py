@@ -10,9 +10,14 @@ one is replaced at load by `Int8Conv1d`:
   real weights as this project installs them: an int8 export's, dequantised), its grid's step is its
   scale: the same numbers in int8, nothing lost. Otherwise one scale per output channel (symmetric:
   the largest magnitude maps to 127);
-- activations: quantised at every call from that call's own range (dynamic quantisation, uint8,
-  all 8 bits; `quantize_input`, compiled), the result in float32: what onnxruntime's
-  DynamicQuantizeLinear and ConvInteger do in the int8 export.
+- activations: quantised at every call from their own range (dynamic quantisation, uint8, all 8
+  bits), the result in float32. In the generator's resblocks (nearly all of the work) each
+  convolution's input is cut into windows of WINDOW outputs (plus the kernel's reach on both
+  sides), each quantised over its own range, and the windows go through oneDNN as one batch
+  (`WindowedResblock`): its activations are heavy-tailed in time, and one scale for a whole
+  sentence left the quiet moments a few levels (Whisper heard +0.7 to +2.2 points of WER on read
+  sentences; with windows, float32's WER: docs/benchmarks.md). Elsewhere (the frame-rate blocks)
+  one range per call (`quantize_input`), as onnxruntime's DynamicQuantizeLinear in the int8 export.
 
 What stays float32: the text side (ALBERT, the encoders, durations: word timings are the float32
 model's exactly), the F0/N predictor, the transposed (upsampling) convolutions, those of few input
@@ -24,16 +29,19 @@ channels, AdaIN's statistics and Snake's activations, the harmonic source, the f
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TypeGuard
+from typing import Any, TypeGuard
 
 import torch
 from torch import nn
 
-from .fused import Compiled
+from .fused import Compiled, adain_snake
 
 # Convolutions of fewer input channels than this stay float32 (F0's and N's one channel, the
 # harmonic source's 22): too little work for quantising the input to pay.
 MIN_CHANNELS = 64
+# The generator's resblocks quantise each convolution's input per window of this many outputs.
+WINDOW = 1024
+VERSION = f"windows/{WINDOW}"  # part of an int8 model's version (and so of cache keys)
 
 
 def quantize_input(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -60,10 +68,17 @@ class Int8Conv1d(nn.Module):
         self.w_zero = torch.zeros(weight.shape[0], dtype=torch.int32)
         qweight = (weight.double() / scale[:, None, None]).round().clamp(-128, 127).to(torch.int8)
         self.bias = None if conv.bias is None else conv.bias.detach().float()
+        self.bias_or_zero = torch.zeros(weight.shape[0]) if self.bias is None else self.bias
         self.shape = (list(conv.stride), list(conv.padding), list(conv.dilation), conv.groups)
         # The input's scale and zero point given here only pick oneDNN's kernel; each call passes its own.
         self.packed = torch.ops.onednn.qconv_prepack(qweight, self.w_scale, 1.0, 0, *self.shape)
         self.quantize = quantize
+        # In windows (`windowed`): no padding (each window carries its reach on both sides), and
+        # each output channel's sum of weights, for the zero points' share of its sums.
+        self.reach = conv.padding[0]
+        self.window_shape = (list(conv.stride), [0], list(conv.dilation), conv.groups)
+        self.packed_windows = torch.ops.onednn.qconv_prepack(qweight, self.w_scale, 1.0, 0, *self.window_shape)
+        self.w_sum = (qweight.double().sum(dim=(1, 2)) * scale).float()
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         # oneDNN reads and writes channels last (batch, length, channels): quantised in that layout
@@ -73,6 +88,108 @@ class Int8Conv1d(nn.Module):
             u8.transpose(1, 2), scale, zero, self.packed, self.w_scale, self.w_zero, self.bias,
             *self.shape, 1.0, 0, torch.float32, "none", [], None,
         )  # fmt: skip
+
+    def windowed(self, u8: torch.Tensor) -> torch.Tensor:
+        """Windows quantised by `cut` (windows, window + 2 * reach, channels) -> each window's sums
+        of weights x integers (windows, window, channels out): `joined` makes them the output."""
+        return torch.ops.onednn.qconv_pointwise.tensor(
+            u8.transpose(1, 2), _ONE, _ZERO, self.packed_windows, self.w_scale, self.w_zero, None,
+            *self.window_shape, 1.0, 0, torch.float32, "none", [], None,
+        ).transpose(1, 2)  # fmt: skip
+
+
+_ONE, _ZERO = torch.tensor(1.0), torch.tensor(0, dtype=torch.int32)
+
+
+def padded(y: torch.Tensor, reach: int) -> torch.Tensor:
+    """`y` (rows, length, channels) with `reach` zeros before it and enough after it for whole
+    windows of WINDOW outputs and the last one's reach: what `cut` takes. (Zeros joined on rather
+    than a pad: compiled, each part is written where it lies, with no bounds test per element.)"""
+    rows, length, channels = y.shape
+    after = (length + WINDOW - 1) // WINDOW * WINDOW - length + reach
+    return torch.cat([y.new_zeros(rows, reach, channels), y, y.new_zeros(rows, after, channels)], dim=1)
+
+
+def cut(y: torch.Tensor, reach: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """`padded`'s output (rows, reach + n * WINDOW + reach, channels) in n windows of WINDOW
+    outputs, each with `reach` samples of its neighbours on both sides, each as uint8 over its own
+    range: (rows * n windows, WINDOW + 2 * reach, channels) integers, each window's scale and zero
+    point (rows * n, 1, 1)."""
+    rows, length, channels = y.shape
+    w = y.unfold(1, WINDOW + 2 * reach, WINDOW).transpose(2, 3)  # rows, n, samples, channels
+    low = torch.clamp(w.amin(dim=(2, 3), keepdim=True), max=0)
+    high = torch.clamp(w.amax(dim=(2, 3), keepdim=True), min=0)
+    scale = torch.clamp((high - low) / 255, min=1e-12)
+    zero = torch.round(-low / scale)
+    u8 = torch.clamp(torch.round(w / scale) + zero, 0, 255).to(torch.uint8)
+    return u8.reshape(-1, WINDOW + 2 * reach, channels), scale.reshape(-1, 1, 1), zero.reshape(-1, 1, 1)
+
+
+def joined(
+    raw: torch.Tensor, scale: torch.Tensor, zero: torch.Tensor, w_sum: torch.Tensor, bias, rows: int, length: int
+):
+    """`Int8Conv1d.windowed`'s sums back to the convolution's output (rows, length, channels): in
+    each window scale x (sums - zero point x the weights' sum) + bias."""
+    y = scale * (raw - zero * w_sum) + bias
+    return y.reshape(rows, -1, y.shape[-1])[:, :length]
+
+
+def _snake_padded(x, mask, h, weight, bias, eps, alpha, reach):
+    """AdaIN + Snake of `x` (rows, channels, length), `padded` for the next convolution."""
+    return padded(adain_snake(x, mask, h, weight, bias, eps, alpha).transpose(1, 2), reach)
+
+
+def _joined_snake_padded(raw, scale, zero, w_sum, conv_bias, mask, h, weight, bias, eps, alpha, reach):
+    """The first convolution's windows joined, AdaIN + Snake, `padded` for the second."""
+    x = joined(raw, scale, zero, w_sum, conv_bias, mask.shape[0], mask.shape[-1]).transpose(1, 2)
+    return padded(adain_snake(x, mask, h, weight, bias, eps, alpha).transpose(1, 2), reach)
+
+
+def _joined_added(raw, scale, zero, w_sum, conv_bias, x):
+    """The second convolution's windows joined and added to the resblock's input (rows, channels,
+    length; channels last in memory, as the result)."""
+    return (x.transpose(1, 2) + joined(raw, scale, zero, w_sum, conv_bias, x.shape[0], x.shape[-1])).transpose(1, 2)
+
+
+class WindowedResblock:
+    """kokoro's AdaINResBlock1 (the generator's) with its convolutions in int8, each input quantised
+    per window of WINDOW outputs (`cut`) rather than over the whole input: the generator's
+    activations are heavy-tailed in time (a few loud moments set a whole sentence's scale and leave
+    the quiet ones a few levels; docs/benchmarks.md). Between two convolutions: the windows joined
+    with AdaIN + Snake and zeros around (one formula), then cut (another: Snake's output is made
+    once, not again for each pass of the cut over it); compiled or not. Everything channels last in
+    memory (rows, length, channels), as oneDNN reads and writes it: a window is a block of memory."""
+
+    def __init__(self, compiled: bool):
+        def step(formula: Callable, name: str) -> Callable:
+            return Compiled(formula, f"int8 {name}") if compiled else formula
+
+        self.first = step(_snake_padded, "AdaIN + Snake, padded")
+        self.middle = step(_joined_snake_padded, "join, AdaIN + Snake, padded")
+        self.cut = step(cut, "cut")
+        self.last = step(_joined_added, "join and residual")
+
+    def __call__(self, block: Any, x: torch.Tensor, s: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """x (rows, channels, length); mask (rows, 1, length): each row's samples (ones where no row is
+        padded). Zeros past each row's end, as `model._resblock1`; the result channels last."""
+        x = channels_last(x)
+        for c1, c2, n1, n2, a1, a2 in zip(
+            block.convs1, block.convs2, block.adain1, block.adain2, block.alpha1, block.alpha2, strict=True
+        ):
+            y = self.first(x, mask, n1.fc(s).unsqueeze(-1), n1.norm.weight, n1.norm.bias, n1.norm.eps, a1, c1.reach)
+            u8, scale, zero = self.cut(y, c1.reach)
+            y = self.middle(
+                c1.windowed(u8), scale, zero, c1.w_sum, c1.bias_or_zero,
+                mask, n2.fc(s).unsqueeze(-1), n2.norm.weight, n2.norm.bias, n2.norm.eps, a2, c2.reach,
+            )  # fmt: skip
+            u8, scale, zero = self.cut(y, c2.reach)
+            x = self.last(c2.windowed(u8), scale, zero, c2.w_sum, c2.bias_or_zero, x)
+        return x * mask
+
+
+def channels_last(x: torch.Tensor) -> torch.Tensor:
+    """(rows, channels, length) with channels last in memory: a copy unless it is already."""
+    return x.transpose(1, 2).contiguous().transpose(1, 2)
 
 
 def _grid_steps(weight: torch.Tensor) -> torch.Tensor | None:
@@ -121,4 +238,13 @@ def quantize_decoder(decoder: nn.Module, compiled: bool = True) -> int:
             if _eligible(child) and id(child) not in keep:
                 setattr(parent, name, Int8Conv1d(child, quantize))
                 replaced += 1
+    if compiled:
+        # One compilation per reach of a convolution (six) and per one row or window against many
+        # (torch specialises sizes of 1): more than torch's default of 8 per function.
+        torch._dynamo.config.recompile_limit = max(torch._dynamo.config.recompile_limit, 64)
+    generator: Any = decoder.generator
+    windowed = WindowedResblock(compiled)
+    for block in [*generator.resblocks, *generator.noise_res]:
+        if all(isinstance(c, Int8Conv1d) for c in [*block.convs1, *block.convs2]):
+            block.int8 = windowed  # read by model._resblock1
     return replaced
