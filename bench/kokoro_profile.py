@@ -1,10 +1,11 @@
 """Where a Kokoro request's time goes through the service, per stage, for one client and for N at once.
 
     .venv/bin/python bench/kokoro_profile.py [--clients 1 4] [--rounds 3] [--threads N] [--batch 8]
-        [--py-spy /opt/tools/bin/py-spy]
+        [--precision int8] [--weights real] [--py-spy /opt/tools/bin/py-spy]
 
 This service as `scripts/run` runs it (uvicorn, one Kokoro worker, SQLite, the organization on zero
-retention so that nothing comes from the cache), the full-size random checkpoint, the official
+retention so that nothing comes from the cache), the full-size random checkpoint (`--weights real`:
+Kokoro's real weights, voice jf_alpha), `--precision` as TTS_PRECISION, the official
 `openai` SDK as the client, the text of bench/kokoro_peer.py. While the clients run, py-spy (a
 sampling profiler; `pip install py-spy`, outside this repository) samples the worker and the web
 process (100 Hz, every thread, idle threads left out), and each process's CPU seconds are read from
@@ -104,12 +105,18 @@ def main() -> None:
         parser.add_argument("--threads", type=int, default=None, help="TTS_TORCH_THREADS of the worker")
         parser.add_argument("--batch", type=int, default=8, help="TTS_MAX_BATCH of the worker")
         parser.add_argument("--py-spy", default="py-spy")
+        parser.add_argument("--precision", default=None, help="TTS_PRECISION of the worker")
+        parser.add_argument("--weights", default="random", choices=["random", "real"])
 
+    global VOICE
     args = setup(__doc__, runs=1, extra=extra)
+    VOICE = "af_heart" if args.weights == "random" else "jf_alpha"
     env = {"TTS_MAX_BATCH": str(args.batch)}
     if args.threads is not None:
         env["TTS_TORCH_THREADS"] = str(args.threads)
-    with Stack(checkpoint("full", "kokoro"), engine="kokoro", **env) as stack:
+    if args.precision:
+        env["TTS_PRECISION"] = args.precision
+    with Stack(checkpoint("full" if args.weights == "random" else "real", "kokoro"), engine="kokoro", **env) as stack:
         zero_retention(stack)
         pids = {"worker": stack.worker.popen.pid, "web": stack.web.popen.pid}
         run_clients(stack, 1, 1)  # warm

@@ -73,18 +73,28 @@ def test_the_row_is_as_long_as_the_whole_sentence_with_its_durations_and_words(e
 
 
 def test_every_awaited_rows_first_window_comes_before_any_rows_second(engine):
-    # Streams arriving together: each listener's sentence begins a window apart, not a sentence apart.
+    # Streams arriving together: each listener's sentence begins a window apart, not a sentence apart;
+    # then each one's rest in one window (no middle window: it re-decodes the sentence's start, work
+    # taken from the other listener).
     rows = [row_input(engine), row_input(engine, "Please remember to bring your notebook to the meeting tomorrow.")]
     order = [(d.row, d.last) for d in decode(engine.model, rows, early=[0, 1])]
     alone = [[d.audio for d in decode(engine.model, [row], early=[0])] for row in rows]
-    counts = [len(a) for a in alone]
-    assert counts == [3, 3]  # first, middle, rest
-    assert order == [(0, False), (1, False), (0, False), (0, True), (1, False), (1, True)]
+    assert [len(a) for a in alone] == [3, 3]  # alone: first, middle, rest
+    assert order == [(0, False), (1, False), (0, True), (1, True)]
     together = {i: [d.audio for d in decode(engine.model, rows, early=[0, 1]) if d.row == i] for i in (0, 1)}
-    for i in (0, 1):  # the same windows, in another order
-        assert len(together[i]) == len(alone[i])
-        for mine, its in zip(together[i], alone[i], strict=True):
-            assert len(mine) == len(its) and np.abs(mine - its).max() <= 1e-5 * np.abs(its).max()
+    for i in (0, 1):
+        first, rest = together[i]
+        assert len(first) == len(alone[i][0]) and np.abs(first - alone[i][0]).max() <= 1e-5 * np.abs(first).max()
+        assert len(first) + len(rest) == sum(len(a) for a in alone[i])  # the same sentence, joined once less
+
+
+def test_a_forward_taking_turns_with_another_makes_no_middle_window(engine):
+    row = row_input(engine)
+    alone = [d.audio for d in decode(engine.model, [row], early=[0])]
+    shared = [d.audio for d in decode(engine.model, [row], early=[0], crowded=lambda: True)]
+    assert len(alone) == 3 and len(shared) == 2
+    assert np.array_equal(shared[0], alone[0])
+    assert len(shared[1]) == len(alone[1]) + len(alone[2])
 
 
 def test_a_short_sentence_is_not_windowed(engine):

@@ -210,7 +210,7 @@ class KokoroEngine(BatchEngine):
             if len(set(keys)) != len(keys) or seen.intersection(keys):
                 raise ValueError("the rows' keys must be unique within a batch")
             seen.update(keys)
-            return self._forward(batch, stop)
+            return self._forward(batch, stop, lambda: bool(running))  # others taking turns with it
 
         # On a CPU a forward takes seconds: a listener's first sentence that arrives meanwhile does not
         # wait for it but runs in a forward of its own, the two taking turns a window at a time.
@@ -231,7 +231,9 @@ class KokoroEngine(BatchEngine):
         if self.device.type == "cpu":
             hand_back_freed_memory()  # nothing more to run now: what the batch freed goes back
 
-    def _forward(self, rows: Sequence[BatchRow], stop: Callable[[str], bool]) -> Iterator[Event]:
+    def _forward(
+        self, rows: Sequence[BatchRow], stop: Callable[[str], bool], crowded: Callable[[], bool] = lambda: False
+    ) -> Iterator[Event]:
         """One forward over `rows`. A row whose first audio is awaited (`BatchRow.early`) has its
         first piece decoded first, in windows, each sent as soon as it is made (`forward.decode`);
         every other piece is made whole. Each row's audio goes out in order, and its `Done` as soon
@@ -260,7 +262,7 @@ class KokoroEngine(BatchEngine):
         stopped = lambda i: stop(live[owner[i][0]].row.key)  # noqa: E731
         opening = lambda durations: edges(durations)[0]  # noqa: E731  (trimmed from a piece's first chunk)
         deadlines = [live[r].row.deadline for r, _ in owner]
-        for d in decode(self.model, inputs, self.decoder_rows, self.dtype, early, stopped, opening, deadlines):
+        for d in decode(self.model, inputs, self.decoder_rows, self.dtype, early, stopped, opening, deadlines, crowded):
             r, k = owner[d.row]
             state = live[r]
             if state.ended:

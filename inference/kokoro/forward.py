@@ -24,11 +24,19 @@ the rest 9.5 % (0.6 s with 1 s of right context: 8.8 %); windows that kept doubl
 its latency, the middle one decoded from the sentence's start (statistics over 2.3 s, at the cost
 of re-decoding 0.9 s), the rest long for its statistics: REST heard at 8.6 % against 8.8 % for the
 sentences decoded whole (docs/benchmarks.md).
+
+The middle window is for a listener served alone. Where other listeners' audio is being made too
+(`crowded`: other rows awaited in the same forward, or other forwards taking turns), it is not
+made: the rest follows the first window at once, with context on either side as the first. The
+middle window re-decodes the sentence from frame 0 (~40 % more generator work for a 3.7 s
+sentence), which only pays while the machine has time to spare; when it is shared, that work
+is taken from the other listeners (8 clients at once: docs/benchmarks.md).
 """
 
 from __future__ import annotations
 
 import functools
+import itertools
 import math
 from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass
@@ -133,10 +141,17 @@ def _text_side(model, rows: Sequence[RowInput]) -> _Sentences:
 
 
 def _windowed(
-    model, side: _Sentences, i: int, dtype: torch.dtype | None, stopped: Callable[[int], bool], skip: int
+    model,
+    side: _Sentences,
+    i: int,
+    dtype: torch.dtype | None,
+    stopped: Callable[[int], bool],
+    skip: int,
+    crowded: Callable[[], bool] = lambda: False,
 ) -> Iterator[Decoded]:
     """Row `i` decoded in `_windows`, each window's audio as soon as it is made (module docstring);
-    its first `skip` frames (opening silence) not in its audio, where it is windowed."""
+    its first `skip` frames (opening silence) not in its audio, where it is windowed. `crowded()`,
+    asked once the first window is out: True makes the rest one window (no middle one)."""
     n = int(side.frames[i])
     frames = side.frames[i : i + 1]
     s, ref = side.ref_s[i : i + 1, STYLE_DIM:], side.ref_s[i : i + 1, :STYLE_DIM]
@@ -146,7 +161,12 @@ def _windowed(
     windows = _windows(n, min(skip, n))
     half, held = CROSSFADE_SAMPLES // 2, None
     ramp = np.linspace(0.0, 1.0, 2 * half, dtype=np.float32)
-    for k, (start, end) in enumerate(windows):
+    for k in itertools.count():
+        if k == len(windows):
+            break
+        if k == 1 and len(windows) == 3 and crowded():
+            windows = [windows[0], (windows[0][1], n)]
+        start, end = windows[k]
         middle = 0 < k < len(windows) - 1  # from frame 0: the sentence's statistics so far
         lo, hi = 0 if middle else max(0, start - WINDOW_CONTEXT_FRAMES), min(n, end + WINDOW_CONTEXT_FRAMES)
         try:
@@ -189,6 +209,7 @@ def decode(
     stopped: Callable[[int], bool] = lambda i: False,
     silence: Callable[[np.ndarray], int] = lambda durations: 0,
     deadlines: Sequence[float | None] = (),
+    crowded: Callable[[], bool] = lambda: False,
 ) -> Iterator[Decoded]:
     """`rows` through `model` (a loaded `kokoro.KModel`) in one padded batch: each row's audio
     (float32, 24 kHz) and its predicted durations. The rows in `early` come first, in windows as they
@@ -198,11 +219,15 @@ def decode(
     yielding nothing. `silence(durations)`: the frames of an early row's opening silence its first
     window may start after (`Decoded.skipped` says how many it did).
     `deadlines`: each row's (`BatchRow.deadline`, None: none): the decoder groups go earliest first,
-    then longest first. `dtype`: the generator's resblocks in it (bfloat16), else float32."""
+    then longest first. `dtype`: the generator's resblocks in it (bfloat16), else float32.
+    `crowded()`: whether other listeners are being served beside this forward (another forward
+    taking turns with it); with it, or with more than one early row here, an early row's rest follows
+    its first window whole (no middle window: module docstring)."""
     if not rows:
         return
     side = _text_side(model, rows)
-    windowed = [_windowed(model, side, i, dtype, stopped, silence(side.durations[i])) for i in sorted(early)]
+    shared = lambda: len(early) > 1 or crowded()  # noqa: E731
+    windowed = [_windowed(model, side, i, dtype, stopped, silence(side.durations[i]), shared) for i in sorted(early)]
     for chunks in windowed:  # every awaited row's first window before any row's second: each
         first = next(chunks, None)  # listener's sentence begins one window apart, not a sentence
         if first is not None:
