@@ -1,29 +1,29 @@
-"""`TTS_PRECISION=int8` on a CPU: the decoder's convolutions in 8-bit integers.
+"""`TTS_PRECISION=int8` on a CPU: the generator's convolutions in 8-bit integers.
 
-The decoder is ~82 % of a request on a CPU, nearly all of it convolutions of 128-1024 channels
-that run at the cores' peak float32 arithmetic; in int8 (oneDNN's int8 convolution through
-PyTorch's `onednn` operators, with AVX512-VNNI or AVX-VNNI where the CPU has them) the same
-convolution takes ~0.45 of the time on this project's 2-core machine (docs/benchmarks.md). Each
-one is replaced at load by `Int8Conv1d`:
+The decoder is ~82 % of a request on a CPU, nearly all of it the generator's resblocks:
+convolutions of 128-256 channels at 20 and 120 times the frame rate, at the cores' peak float32
+arithmetic; in int8 (oneDNN's int8 convolution through PyTorch's `onednn` operators, with
+AVX512-VNNI or AVX-VNNI where the CPU has them) the same convolution takes ~0.45 of the time on
+this project's 2-core machine (docs/benchmarks.md). Each of the resblocks' convolutions is replaced
+at load by `Int8Conv1d`, and each resblock runs through `WindowedResblock`:
 
 - weights: int8. Where each output channel's weights lie on a grid of at most 255 steps (Kokoro's
   real weights as this project installs them: an int8 export's, dequantised), its grid's step is its
   scale: the same numbers in int8, nothing lost. Otherwise one scale per output channel (symmetric:
   the largest magnitude maps to 127);
 - activations: quantised at every call from their own range (dynamic quantisation, uint8, all 8
-  bits), the result in float32. In the generator's resblocks (nearly all of the work) each
-  convolution's input is cut into windows of WINDOW outputs (plus the kernel's reach on both
-  sides), each quantised over its own range, and the windows go through oneDNN as one batch
-  (`WindowedResblock`): its activations are heavy-tailed in time, and one scale for a whole
-  sentence left the quiet moments a few levels (Whisper heard +0.7 to +2.2 points of WER on read
-  sentences; with windows, float32's WER: docs/benchmarks.md). Elsewhere (the frame-rate blocks)
-  one range per call (`quantize_input`), as onnxruntime's DynamicQuantizeLinear in the int8 export.
+  bits), the result in float32. Each convolution's input is cut into windows of WINDOW outputs
+  (plus the kernel's reach on both sides), each quantised over its own range, and the windows go
+  through oneDNN as one batch: the generator's activations are heavy-tailed in time, and one scale
+  for a whole sentence (onnxruntime's DynamicQuantizeLinear in the int8 export does that) left the
+  quiet moments a few levels (Whisper heard +0.7 to +2.2 points of WER on read sentences).
 
 What stays float32: the text side (ALBERT, the encoders, durations: word timings are the float32
-model's exactly), the F0/N predictor, the transposed (upsampling) convolutions, those of few input
-channels, AdaIN's statistics and Snake's activations, the harmonic source, the final convolution
-(its output goes through an exponential) and the inverse STFT. On a GPU the engine refuses int8
-(its float32 and bfloat16 kernels are faster there).
+model's exactly), the F0/N predictor, the decoder's frame-rate blocks (no faster in int8 here, and
+most of the error left), the transposed (upsampling) convolutions, the harmonic source and its
+convolutions, AdaIN's statistics and Snake's activations, the final convolution (its output goes
+through an exponential) and the inverse STFT. On a GPU the engine refuses int8 (its float32 and
+bfloat16 kernels are faster there).
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ from .fused import Compiled, adain_snake
 MIN_CHANNELS = 64
 # The generator's resblocks quantise each convolution's input per window of this many outputs.
 WINDOW = 1024
-VERSION = f"windows/{WINDOW}"  # part of an int8 model's version (and so of cache keys)
+VERSION = f"generator/windows/{WINDOW}"  # part of an int8 model's version (and so of cache keys)
 
 
 def quantize_input(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -226,25 +226,26 @@ def _eligible(module: nn.Module) -> TypeGuard[nn.Conv1d]:
 
 
 def quantize_decoder(decoder: nn.Module, compiled: bool = True) -> int:
-    """Replace the decoder's eligible convolutions with `Int8Conv1d` in place (after weight norm is
-    folded); the generator's last convolution stays float32. `compiled`: their inputs quantised by
-    `quantize_input` through torch.compile (two passes over the input; uncompiled, five). Returns
-    how many were replaced."""
-    quantize = Compiled(quantize_input, "int8 input quantisation") if compiled else quantize_input
-    keep = {id(decoder.get_submodule("generator.conv_post"))}
-    replaced = 0
-    for parent in list(decoder.modules()):
-        for name, child in list(parent.named_children()):
-            if _eligible(child) and id(child) not in keep:
-                setattr(parent, name, Int8Conv1d(child, quantize))
-                replaced += 1
+    """Replace the convolutions of the generator's resblocks (`resblocks`, `noise_res`: nearly all
+    of the decoder's work) with `Int8Conv1d` in place (after weight norm is folded), each block run
+    by `WindowedResblock`, its formulas through torch.compile where `compiled`. Everything else
+    stays float32: the frame-rate blocks before the generator gained no time in int8 (their
+    activations are small; quantising them costs what the integer convolution saves) and were most
+    of int8's remaining distance from float32's audio (docs/benchmarks.md). Returns how many
+    convolutions were replaced."""
     if compiled:
         # One compilation per reach of a convolution (six) and per one row or window against many
         # (torch specialises sizes of 1): more than torch's default of 8 per function.
         torch._dynamo.config.recompile_limit = max(torch._dynamo.config.recompile_limit, 64)
     generator: Any = decoder.generator
     windowed = WindowedResblock(compiled)
+    replaced = 0
     for block in [*generator.resblocks, *generator.noise_res]:
+        for convs in (block.convs1, block.convs2):
+            for i, conv in enumerate(convs):
+                if _eligible(conv):
+                    convs[i] = Int8Conv1d(conv)
+                    replaced += 1
         if all(isinstance(c, Int8Conv1d) for c in [*block.convs1, *block.convs2]):
             block.int8 = windowed  # read by model._resblock1
     return replaced
