@@ -6,7 +6,8 @@ the times Whisper hears the same words; SSML breaks measured as silence. Optiona
 a peer Kokoro server (Kokoro-FastAPI, installed outside this repository: docs/benchmarks.md says how).
 
     .venv/bin/python bench/intelligibility.py [--paths rest job ...] [--sets read numbers ...] [--limit N]
-        [--repeat N] [--whisper base] [--peer-start "/opt/kfa/start.sh {port}"] [--save results.json]
+        [--repeat N] [--voices jf_alpha ...] [--whisper base] [--peer-start "/opt/kfa/start.sh {port}"]
+        [--save results.json]
 
 Sets (bench/sentences/): `read` (plain sentences), `numbers` (numbers, money, percentages, times, dates,
 ordinals, phone numbers, e-mail addresses, URLs, units, temperatures, abbreviations, symbols: each with a
@@ -60,7 +61,7 @@ import statistics
 import sys
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from difflib import SequenceMatcher
 from pathlib import Path
 
@@ -73,6 +74,7 @@ from tests import listening
 SENTENCES = Path(__file__).resolve().parent / "sentences"
 CHECKPOINT = ROOT / "var" / "checkpoints" / "kokoro-real"
 VOICE = "jf_alpha"  # the converted packages carry five Japanese voices, which speak English intelligibly
+VOICES = ("jf_alpha", "jf_gongitsune", "jf_nezumi", "jf_tebukuro", "jm_kumo")
 RATE = 24_000
 SETS = ("read", "numbers", "ssml", "lexicon", "long")
 PATHS = {
@@ -115,6 +117,7 @@ class Item:
     set: str
     text: str  # what is sent
     refs: tuple[str, ...]  # references: one, or a written and a spoken one (the last is the spoken)
+    voice: str = VOICE
 
 
 def lines(name: str) -> list[str]:
@@ -403,7 +406,7 @@ class Service:
         self.lexicon = ""
 
     def body(self, item: Item, **extra) -> dict:
-        return {"model": "kokoro", "voice": VOICE, "input": item.text, **extra}
+        return {"model": "kokoro", "voice": item.voice, "input": item.text, **extra}
 
     def rest(self, item: Item, fmt: str = "pcm", **extra) -> Take:
         started = time.perf_counter()
@@ -497,7 +500,7 @@ class Service:
         return asyncio.run(run())
 
     def ws_fields(self, item: Item, text: bool = True) -> dict:
-        fields = {"model": "kokoro", "voice": VOICE, "format": "pcm"}
+        fields = {"model": "kokoro", "voice": item.voice, "format": "pcm"}
         return {**fields, "text": item.text} if text else fields
 
     def together(self, items: list[Item], n: int) -> list[Take]:
@@ -568,13 +571,11 @@ class Engine:
         self.params = KokoroParams(voice=((VOICE, 1.0),))
 
     def run(self, items: list[Item], speed: float = 1.0) -> list[Take]:
-        from dataclasses import replace
-
         from inference.engine import SynthesisRequest
 
-        params = replace(self.params, speed=speed)
         takes = []
         for item in items:
+            params = replace(self.params, voice=((item.voice, 1.0),), speed=speed)
             started = time.perf_counter()
             text = self.engine.read(item.text, params)
             pieces = list(self.engine.synthesize(SynthesisRequest([text], params)))
@@ -596,11 +597,12 @@ class Engine:
         takes = []
         for item in items:
             started = time.perf_counter()
-            text = self.engine.read(item.text, self.params)
+            params = replace(self.params, voice=((item.voice, 1.0),))
+            text = self.engine.read(item.text, params)
             audio = []
-            for piece in _row_pieces(text, self.params):
+            for piece in _row_pieces(text, params):
                 ids = [self.engine.model.vocab[c] for c in piece.phonemes if c in self.engine.model.vocab]
-                style = self.engine.style(self.params.voice, len(ids)).cpu().numpy().reshape(1, 256)
+                style = self.engine.style(params.voice, len(ids)).cpu().numpy().reshape(1, 256)
                 feeds = {"tokens": np.array([[0, *ids, 0]], np.int64), "style": style.astype(np.float32)}
                 feeds["speed"] = np.array([1.0], np.float32)
                 audio.append(session.run(None, feeds)[0].reshape(-1) / 1.5)  # its ISTFT is 1.5x louder
@@ -620,7 +622,7 @@ class PeerClient:
     def body(self, item: Item) -> dict:
         # lang_code "a": the peer reads a voice's text in the language of its id's first letter unless told;
         # this service reads Latin script in English whatever the voice.
-        return {"model": "kokoro", "voice": VOICE, "input": item.text, "response_format": "pcm", "stream": False,
+        return {"model": "kokoro", "voice": item.voice, "input": item.text, "response_format": "pcm", "stream": False,
                 "lang_code": "a"}  # fmt: skip
 
     def run(self, path: str, items: list[Item]) -> list[Take]:
@@ -785,7 +787,8 @@ def details(path: str, results: list[Heard], worst: int) -> None:
     for r in ranked[:worst]:
         if not r.errors:
             break
-        print(f"   [{path}] {r.errors} errors: {r.take.item.refs[-1]!r}\n      heard: {r.hypothesis!r}")
+        voice = f" ({r.take.item.voice})" if r.take.item.voice != VOICE else ""
+        print(f"   [{path}] {r.errors} errors{voice}: {r.take.item.refs[-1]!r}\n      heard: {r.hypothesis!r}")
         if r.take.note:
             print(f"      read:  {r.take.note!r}")
     longest = max(results, key=lambda r: r.gap)
@@ -805,7 +808,7 @@ def details(path: str, results: list[Heard], worst: int) -> None:
 def record(path: str, name: str, r: Heard) -> dict:
     item, take = r.take.item, r.take
     return {
-        **{"path": path, "set": name, "text": item.text[:300], "reference": item.refs[-1][:300]},
+        **{"path": path, "set": name, "voice": item.voice, "text": item.text[:300], "reference": item.refs[-1][:300]},
         **{"heard": r.hypothesis, "errors": r.errors, "words": r.words, "plain": r.plain, "read": take.note},
         **{"gap": r.gap, "gap_words": r.gap_words, "marks": r.marks, "breaks": r.breaks},
         "starts": [(t.raw, t.off, t.word, t.verdict) for t in r.starts],
@@ -823,6 +826,10 @@ def main() -> None:
     parser.add_argument("--peer-start", default="", help="shell command starting the peer, with {port}")
     parser.add_argument("--worst", type=int, default=3, help="items with most errors printed per path and set")
     parser.add_argument("--save", default="", help="write every item's transcript and figures here (JSON)")
+    parser.add_argument(
+        "--voices", nargs="+", default=[VOICE], choices=VOICES,
+        help="each set spoken in each of these voices, scored as one corpus (more words: a steadier WER)",
+    )  # fmt: skip
     args = parser.parse_args()
     import django
 
@@ -831,6 +838,7 @@ def main() -> None:
         logging.getLogger(name).setLevel(logging.WARNING)
     started = time.perf_counter()
     sets = {name: load(name)[: args.limit or None] for name in args.sets}
+    sets = {name: [replace(i, voice=v) for v in args.voices for i in items] for name, items in sets.items()}
     for name, items in sets.items():
         words = sum(len(canonical(i.refs[-1]).split()) for i in items)
         print(f"set {name}: {len(items)} items, {words} words (spoken reference, canonical)")

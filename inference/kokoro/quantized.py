@@ -40,7 +40,7 @@ from .fused import Compiled, adain_snake
 # harmonic source's 22): too little work for quantising the input to pay.
 MIN_CHANNELS = 64
 # The generator's resblocks quantise each convolution's input per window of this many outputs.
-WINDOW = 1024
+WINDOW = 256
 VERSION = f"generator/windows/{WINDOW}"  # part of an int8 model's version (and so of cache keys)
 
 
