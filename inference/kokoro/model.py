@@ -226,7 +226,9 @@ def generate(
             x = generator.reflection_pad(x)
         mask = _mask(length + 1 if last else length, x.shape[-1])
         check()
-        x = x + _in(dtype, generator.noise_res[i], x_source, s, mask)
+        # The noise's resblock first: in int8 its output is channels last in memory, and so the sum,
+        # the layout the stage's int8 resblocks read (each would copy x into it otherwise).
+        x = _in(dtype, generator.noise_res[i], x_source, s, mask) + x
         xs = None
         for j in range(generator.num_kernels):
             check()

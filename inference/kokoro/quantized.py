@@ -44,21 +44,14 @@ WINDOW = 256
 VERSION = f"generator/windows/{WINDOW}"  # part of an int8 model's version (and so of cache keys)
 
 
-def quantize_input(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """`x` (batch, length, channels) as uint8 over its own range, zero on the grid (what onnxruntime's
-    DynamicQuantizeLinear does): (the integers, their scale, the zero point)."""
-    low, high = torch.clamp(x.amin(), max=0), torch.clamp(x.amax(), min=0)
-    scale = torch.clamp((high - low) / 255, min=1e-12)
-    zero = torch.round(-low / scale)
-    return torch.clamp(torch.round(x / scale) + zero, 0, 255).to(torch.uint8), scale, zero.to(torch.int32)
-
-
 class Int8Conv1d(nn.Module):
-    """A `nn.Conv1d` (zero padding, no groups) in int8 through oneDNN: its weights int8 per output
-    channel, its input quantised per call to uint8 over the call's own range (all 8 bits: PyTorch's
-    `conv1d_dynamic` keeps 7) by `quantize`, its result float32."""
+    """A `nn.Conv1d` (zero padding to the input's length, stride 1, no groups) in int8 through
+    oneDNN: its weights int8 per output channel, its input quantised to uint8 (all 8 bits: PyTorch's
+    `conv1d_dynamic` keeps 7) per window of WINDOW outputs over each window's own range, its result
+    float32. `WindowedResblock` runs the same steps with AdaIN + Snake and the residual joined to
+    them; called as a module it runs them alone."""
 
-    def __init__(self, conv: nn.Conv1d, quantize: Callable = quantize_input):
+    def __init__(self, conv: nn.Conv1d):
         super().__init__()
         weight = conv.weight.detach().float()
         scale = _grid_steps(weight)
@@ -67,34 +60,26 @@ class Int8Conv1d(nn.Module):
         self.w_scale = scale.float()
         self.w_zero = torch.zeros(weight.shape[0], dtype=torch.int32)
         qweight = (weight.double() / scale[:, None, None]).round().clamp(-128, 127).to(torch.int8)
-        self.bias = None if conv.bias is None else conv.bias.detach().float()
-        self.bias_or_zero = torch.zeros(weight.shape[0]) if self.bias is None else self.bias
-        self.shape = (list(conv.stride), list(conv.padding), list(conv.dilation), conv.groups)
-        # The input's scale and zero point given here only pick oneDNN's kernel; each call passes its own.
+        self.bias = torch.zeros(weight.shape[0]) if conv.bias is None else conv.bias.detach().float()
+        # No padding: each window carries the kernel's reach on both sides (`padded`, `cut`). The
+        # input's scale and zero point given here only pick oneDNN's kernel; each call passes its own.
+        self.reach = conv.dilation[0] * (conv.kernel_size[0] - 1) // 2  # its padding (`_eligible`)
+        self.shape = (list(conv.stride), [0], list(conv.dilation), conv.groups)
         self.packed = torch.ops.onednn.qconv_prepack(qweight, self.w_scale, 1.0, 0, *self.shape)
-        self.quantize = quantize
-        # In windows (`windowed`): no padding (each window carries its reach on both sides), and
-        # each output channel's sum of weights, for the zero points' share of its sums.
-        self.reach = conv.padding[0]
-        self.window_shape = (list(conv.stride), [0], list(conv.dilation), conv.groups)
-        self.packed_windows = torch.ops.onednn.qconv_prepack(qweight, self.w_scale, 1.0, 0, *self.window_shape)
+        # Each output channel's sum of weights: the zero points' share of its sums (`joined`).
         self.w_sum = (qweight.double().sum(dim=(1, 2)) * scale).float()
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        # oneDNN reads and writes channels last (batch, length, channels): quantised in that layout
-        # the input needs no copy (the previous convolution's output is in it already).
-        u8, scale, zero = self.quantize(x.transpose(1, 2))
-        return torch.ops.onednn.qconv_pointwise.tensor(
-            u8.transpose(1, 2), scale, zero, self.packed, self.w_scale, self.w_zero, self.bias,
-            *self.shape, 1.0, 0, torch.float32, "none", [], None,
-        )  # fmt: skip
+        """x (rows, channels, length) -> (rows, channels out, length), channels last in memory."""
+        u8, scale, zero = cut(padded(x.transpose(1, 2), self.reach), self.reach)
+        return joined(self.windowed(u8), scale, zero, self.w_sum, self.bias, x.shape[0], x.shape[-1]).transpose(1, 2)
 
     def windowed(self, u8: torch.Tensor) -> torch.Tensor:
         """Windows quantised by `cut` (windows, window + 2 * reach, channels) -> each window's sums
         of weights x integers (windows, window, channels out): `joined` makes them the output."""
         return torch.ops.onednn.qconv_pointwise.tensor(
-            u8.transpose(1, 2), _ONE, _ZERO, self.packed_windows, self.w_scale, self.w_zero, None,
-            *self.window_shape, 1.0, 0, torch.float32, "none", [], None,
+            u8.transpose(1, 2), _ONE, _ZERO, self.packed, self.w_scale, self.w_zero, None,
+            *self.shape, 1.0, 0, torch.float32, "none", [], None,
         ).transpose(1, 2)  # fmt: skip
 
 
@@ -179,11 +164,11 @@ class WindowedResblock:
             y = self.first(x, mask, n1.fc(s).unsqueeze(-1), n1.norm.weight, n1.norm.bias, n1.norm.eps, a1, c1.reach)
             u8, scale, zero = self.cut(y, c1.reach)
             y = self.middle(
-                c1.windowed(u8), scale, zero, c1.w_sum, c1.bias_or_zero,
+                c1.windowed(u8), scale, zero, c1.w_sum, c1.bias,
                 mask, n2.fc(s).unsqueeze(-1), n2.norm.weight, n2.norm.bias, n2.norm.eps, a2, c2.reach,
             )  # fmt: skip
             u8, scale, zero = self.cut(y, c2.reach)
-            x = self.last(c2.windowed(u8), scale, zero, c2.w_sum, c2.bias_or_zero, x)
+            x = self.last(c2.windowed(u8), scale, zero, c2.w_sum, c2.bias, x)
         return x * mask
 
 
@@ -216,11 +201,14 @@ def _grid_steps(weight: torch.Tensor) -> torch.Tensor | None:
 
 
 def _eligible(module: nn.Module) -> TypeGuard[nn.Conv1d]:
+    """A convolution `Int8Conv1d` can take: zero padding to its input's length, stride 1, no groups."""
     return (
         type(module) is nn.Conv1d
         and module.padding_mode == "zeros"
         and module.groups == 1
+        and module.stride == (1,)
         and isinstance(module.padding, tuple)
+        and 2 * module.padding[0] == module.dilation[0] * (module.kernel_size[0] - 1)
         and module.in_channels >= MIN_CHANNELS
     )
 
