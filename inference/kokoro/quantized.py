@@ -101,7 +101,10 @@ def cut(y: torch.Tensor, reach: int) -> tuple[torch.Tensor, torch.Tensor, torch.
     range: (rows * n windows, WINDOW + 2 * reach, channels) integers, each window's scale and zero
     point (rows * n, 1, 1)."""
     rows, length, channels = y.shape
-    w = y.unfold(1, WINDOW + 2 * reach, WINDOW).transpose(2, 3)  # rows, n, samples, channels
+    n = (length - 2 * reach) // WINDOW
+    # Each window's samples by index (an unfold's size would make torch.compile specialise on reach).
+    at = torch.arange(n, device=y.device)[:, None] * WINDOW + torch.arange(WINDOW + 2 * reach, device=y.device)
+    w = y[:, at]  # rows, n, samples, channels
     low = torch.clamp(w.amin(dim=(2, 3), keepdim=True), max=0)
     high = torch.clamp(w.amax(dim=(2, 3), keepdim=True), min=0)
     scale = torch.clamp((high - low) / 255, min=1e-12)
