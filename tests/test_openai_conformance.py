@@ -76,6 +76,7 @@ def test_an_unknown_field_is_refused_by_name_and_instructions_are_capped(live_st
         input="Instructions are accepted.",
         instructions="x" * 4096,  # the most OpenAI takes
         response_format="pcm",
+        extra_body={"seed": 7},  # random-weight ChatTTS without one may end the row at once (seen: 512 bytes)
     )
     assert len(fine.content) > 1000
 

@@ -54,6 +54,7 @@ def test_the_layout_of_the_input_does_not_change_the_result():
 def test_weights_on_an_int8_grid_and_each_windows_input_on_a_uint8_grid_give_float32s_numbers():
     """Across the windows' edges and at the ends too (the zero padding is each window's zero point)."""
     conv = conv_on_a_grid(kernel=7, dilation=3)  # reaches 9 samples into each neighbouring window
+    assert _grid_steps(conv.weight.detach()) is not None
     g = torch.Generator().manual_seed(4)
     length = 2 * WINDOW + WINDOW // 2  # two whole windows and a part
     x = 0.05 * (torch.randint(0, 256, (2, 32, length), generator=g).float() - 128)
