@@ -36,8 +36,8 @@ from torch import nn
 
 from .fused import Compiled, adain_snake
 
-# Convolutions of fewer input channels than this stay float32 (F0's and N's one channel, the
-# harmonic source's 22): too little work for quantising the input to pay.
+# A resblock convolution of fewer input channels than this stays float32: too little work for
+# quantising its input to pay (Kokoro's have 128 or 256; the harmonic source's 22 are not resblocks).
 MIN_CHANNELS = 64
 # The generator's resblocks quantise each convolution's input per window of this many outputs.
 WINDOW = 256
@@ -225,8 +225,9 @@ def quantize_decoder(decoder: nn.Module, compiled: bool = True) -> int:
     of int8's remaining distance from float32's audio (docs/benchmarks.md). Returns how many
     convolutions were replaced."""
     if compiled:
-        # One compilation per reach of a convolution (six) and per one row or window against many
-        # (torch specialises sizes of 1): more than torch's default of 8 per function.
+        # torch specialises sizes of 1 (a reach of 1, one row against many) and channel counts that
+        # match another tensor's (256 or 128 per stage): a warm-up compiles 11 graphs, up to 4 of
+        # one formula, and other batch shapes may add more; above torch's default of 8 per function.
         torch._dynamo.config.recompile_limit = max(torch._dynamo.config.recompile_limit, 64)
     generator: Any = decoder.generator
     windowed = WindowedResblock(compiled)
