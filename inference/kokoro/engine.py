@@ -297,17 +297,23 @@ class KokoroEngine(BatchEngine):
                 yield Done(state.row.key, 0, np.zeros(0, dtype=np.int64))
 
     def warm_up(self) -> None:
-        """The G2P's dictionaries (English, espeak-ng, jieba, pypinyin) and a first forward; on a GPU
-        also two rows of different lengths (a compiled AdaIN + Snake compiles once for one row and
-        once for padded rows: not at a listener's first request)."""
+        """The G2P's dictionaries and a first forward; on a GPU two rows (a compiled AdaIN + Snake
+        compiles for one row and for padded rows); where formulas are compiled, a row of over 5.1 s
+        (~8 s in the real voices): inductor's CPU code sums over 4,096 samples (the generator's first
+        stage: 800 a second) in chunks, a shape of its own (a first such request took ~1 s more)."""
+        from .fused import Compiled, current  # noqa: PLC0415  (torch: worker processes only)
+
         g2p.warm_up()
-        voice = next(iter(self.voices))
-        params = KokoroParams(voice=((voice, 1.0),))
-        rows = [BatchRow("warm", "Hi.", params, 0)]
+        params = KokoroParams(voice=((next(iter(self.voices)), 1.0),))
+        batches = [[BatchRow("warm", "Hi.", params, 0)]]
         if getattr(self.device, "type", "cpu") != "cpu":
-            rows.append(BatchRow("warm-2", "Hello there, and welcome.", params, 0))
-        for _ in self.run_rows(rows, lambda key: False):
-            pass
+            batches[0].append(BatchRow("warm-2", "Hello there, and welcome.", params, 0))
+        if isinstance(current(), Compiled):
+            long = "Hello there, and welcome. This is said once as the worker starts, so a long request finds it ready."
+            batches.append([BatchRow("warm-long", long, params, 0)])
+        for rows in batches:
+            for _ in self.run_rows(rows, lambda key: False):
+                pass
 
 
 @dataclass

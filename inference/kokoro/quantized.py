@@ -89,9 +89,12 @@ _ONE, _ZERO = torch.tensor(1.0), torch.tensor(0, dtype=torch.int32)
 def padded(y: torch.Tensor, reach: int) -> torch.Tensor:
     """`y` (rows, length, channels) with `reach` zeros before it and enough after it for whole
     windows of WINDOW outputs and the last one's reach: what `cut` takes. (Zeros joined on rather
-    than a pad: compiled, each part is written where it lies, with no bounds test per element.)"""
+    than a pad: compiled, each part is written where it lies, with no bounds test per element.)
+    Past the end at least one zero before the reach, so never a single one (a length a multiple of
+    WINDOW gets one more window, cut off by `joined`): compiled, a part of size 1 would be a shape
+    of its own, compiled again at a listener's request (once in 256 lengths for a reach of 1)."""
     rows, length, channels = y.shape
-    after = (length + WINDOW - 1) // WINDOW * WINDOW - length + reach
+    after = (-length - 1) % WINDOW + 1 + reach
     return torch.cat([y.new_zeros(rows, reach, channels), y, y.new_zeros(rows, after, channels)], dim=1)
 
 

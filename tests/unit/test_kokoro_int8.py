@@ -14,7 +14,7 @@ from kokoro.istftnet import AdaINResBlock1
 from torch import nn
 
 from inference.kokoro import model
-from inference.kokoro.quantized import WINDOW, Int8Conv1d, WindowedResblock, _grid_steps
+from inference.kokoro.quantized import WINDOW, Int8Conv1d, WindowedResblock, _grid_steps, padded
 from inference.kokoro.weights import fold_weight_norm
 
 pytestmark = pytest.mark.filterwarnings("ignore:.*quantized tensor creation.*:UserWarning")
@@ -66,6 +66,26 @@ def test_weights_on_an_int8_grid_and_each_windows_input_on_a_uint8_grid_give_flo
     assert got.shape == want.shape
     # The same sums of products, added in another order: float32's rounding apart.
     torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5 * float(want.abs().max()))
+
+
+def test_a_length_of_whole_windows_is_neither_cut_short_nor_compiled_again():
+    """Such a length (once in 256) gets one window more, cut off; compiled, no part of the padding
+    is ever one sample long, a shape of its own: such a request ran the graphs a warm-up made
+    rather than waiting ~1 s for new ones."""
+    conv = conv_on_a_grid(kernel=3, dilation=1)  # reach 1: padding of 1 + (-length) % WINDOW before
+    x = 0.05 * (torch.randint(0, 256, (1, 32, 2 * WINDOW), generator=torch.Generator().manual_seed(8)).float() - 128)
+    with torch.no_grad():
+        want = conv(x)
+    torch.testing.assert_close(Int8Conv1d(conv)(x), want, rtol=1e-5, atol=1e-5 * float(want.abs().max()))
+
+    compiled = torch.compile(padded, dynamic=True)
+    graphs = torch._dynamo.utils.counters["stats"]["unique_graphs"]
+    compiled(torch.randn(2, WINDOW + 44, 8), 1)  # what a warm-up saw
+    assert torch._dynamo.utils.counters["stats"]["unique_graphs"] == graphs + 1
+    lengths = (2 * WINDOW, 3 * WINDOW - 1, 3 * WINDOW, 4 * WINDOW + 1)
+    shapes = [compiled(torch.randn(2, length, 8), 1).shape[1] for length in lengths]
+    assert torch._dynamo.utils.counters["stats"]["unique_graphs"] == graphs + 1
+    assert shapes == [1 + (length // WINDOW + 1) * WINDOW + 1 for length in lengths]
 
 
 def resblock(channels: int = 64) -> nn.Module:
