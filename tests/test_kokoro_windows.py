@@ -1,11 +1,14 @@
 """A live request's first sentence on Kokoro, decoded in windows (`inference.kokoro.forward`) on a
-tiny random checkpoint: its first window goes out before the rest is decoded, the row's length,
+tiny random checkpoint: its first window goes out before the rest is decoded, a middle window only
+where the rest would come late, the row's length,
 durations and word timings are the whole sentence's, a stop between windows ends it, and with the
 sentence's own instance-norm statistics the windows' audio is the whole decode's (the joins, the
 context and the harmonic source's slices are exact; only the statistics differ, which
 tests/test_kokoro_real_weights.py and bench/intelligibility.py check by ear)."""
 
 from __future__ import annotations
+
+import time
 
 import numpy as np
 import pytest
@@ -39,13 +42,20 @@ def engine(checkpoint) -> KokoroEngine:  # noqa: F811
     return KokoroEngine.load(str(checkpoint), device="cpu")
 
 
+@pytest.fixture
+def slow(monkeypatch) -> None:
+    """A machine too slow to make the rest of a sentence alone within its first window's audio (the
+    tiny checkpoint decodes in milliseconds): a listener served alone gets a middle window."""
+    monkeypatch.setattr(windows, "AHEAD", 0.0)
+
+
 def row_input(engine: KokoroEngine, text: str = TEXT) -> RowInput:
     (piece,) = pieces(g2p.phonemize(engine.read(text)))
     ids = [engine.model.vocab[c] for c in piece.phonemes]
     return RowInput(ids, engine.style(HEART.voice, len(ids)), 1.0)
 
 
-def test_the_first_window_goes_out_before_the_rest_is_decoded(engine, monkeypatch):
+def test_the_first_window_goes_out_before_the_rest_is_decoded(engine, monkeypatch, slow):
     generated = []
     real = windows.generate
     monkeypatch.setattr(windows, "generate", lambda *a, **k: generated.append(1) or real(*a, **k))
@@ -72,7 +82,7 @@ def test_the_row_is_as_long_as_the_whole_sentence_with_its_durations_and_words(e
     assert np.isfinite(live["audio"]).all() and np.abs(live["audio"]).max() > 0
 
 
-def test_every_awaited_rows_first_window_comes_before_any_rows_second(engine):
+def test_every_awaited_rows_first_window_comes_before_any_rows_second(engine, slow):
     # Streams arriving together: each listener's sentence begins a window apart, not a sentence apart;
     # then each one's rest in one window (no middle window: it re-decodes the sentence's start, work
     # taken from the other listener).
@@ -88,7 +98,25 @@ def test_every_awaited_rows_first_window_comes_before_any_rows_second(engine):
         assert len(first) + len(rest) == sum(len(a) for a in alone[i])  # the same sentence, joined once less
 
 
-def test_a_forward_taking_turns_with_another_makes_no_middle_window(engine):
+def test_a_listener_alone_gets_a_middle_window_only_where_the_rest_would_come_late(engine, monkeypatch):
+    row = row_input(engine)
+    with monkeypatch.context() as fast:  # a machine that makes any rest in time
+        fast.setattr(windows, "AHEAD", 1e9)
+        in_time = [d.audio for d in decode(engine.model, [row], early=[0])]
+    real = windows.generate
+
+    def late(*args, **kwargs):  # the first window's ~40 frames in over 0.3 s: the rest's ~80 or more
+        time.sleep(0.3)  # frames would take over 0.6 s, more than AHEAD of the first's 0.6 s of audio
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(windows, "generate", late)
+    late_rest = [d.audio for d in decode(engine.model, [row], early=[0])]
+    assert len(in_time) == 2 and len(late_rest) == 3
+    assert np.array_equal(in_time[0], late_rest[0])
+    assert len(in_time[1]) == len(late_rest[1]) + len(late_rest[2])  # the same sentence, joined once less
+
+
+def test_a_forward_taking_turns_with_another_makes_no_middle_window(engine, slow):
     row = row_input(engine)
     alone = [d.audio for d in decode(engine.model, [row], early=[0])]
     shared = [d.audio for d in decode(engine.model, [row], early=[0], crowded=lambda: True)]

@@ -25,12 +25,16 @@ its latency, the middle one decoded from the sentence's start (statistics over 2
 of re-decoding 0.9 s), the rest long for its statistics: REST heard at 8.6 % against 8.8 % for the
 sentences decoded whole (docs/benchmarks.md).
 
-The middle window is for a listener served alone. Where other listeners' audio is being made too
-(`crowded`: other rows awaited in the same forward, or other forwards taking turns), it is not
-made: the rest follows the first window at once, with context on either side as the first. The
-middle window re-decodes the sentence from frame 0 (~40 % more generator work for a 3.7 s
-sentence), which only pays while the machine has time to spare; when it is shared, that work
-is taken from the other listeners (8 clients at once: docs/benchmarks.md).
+The middle window is for a listener served alone on a machine too slow to make the rest in time.
+Where other listeners' audio is being made too (`crowded`: other rows awaited in the same forward,
+or other forwards taking turns), it is not made: the rest follows the first window at once, with
+context on either side as the first. The middle window re-decodes the sentence from frame 0 (~40 %
+more generator work for a 3.7 s sentence), which only pays while the machine has time to spare;
+when it is shared, that work is taken from the other listeners (8 clients at once:
+docs/benchmarks.md). Nor is it made where the rest, at the pace the first window was decoded (per
+frame, its context included: a little slow for the longer rest), is made within AHEAD of the first
+window's audio: the listener is fed without it (int8 on this project's 2-core CPU: sentences up to
+~6 s; a GPU: every sentence).
 """
 
 from __future__ import annotations
@@ -38,6 +42,7 @@ from __future__ import annotations
 import functools
 import itertools
 import math
+import time
 from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass
 
@@ -57,7 +62,7 @@ from .model import (
     lstm,
     run_decoder,
 )
-from .text import SAMPLES_PER_FRAME
+from .text import FRAMES_PER_SECOND, SAMPLES_PER_FRAME
 
 FIRST_WINDOW_FRAMES = 24  # an early row's first window: 0.6 s of speech at speed 1, after the opening silence
 WINDOW_CONTEXT_FRAMES = 8  # of the alignment on either side of a window, decoded and discarded (0.2 s)
@@ -66,6 +71,10 @@ CROSSFADE_SAMPLES = 480  # 20 ms across each join of two windows
 # keeps the listener fed while the third (the rest) decodes. It is decoded from frame 0 (its
 # statistics over the sentence so far; decoded alone they were heard at 11.9 % WER, against 8.6 %).
 MIDDLE_WINDOW_FRAMES = 48
+# A listener served alone gets no middle window either where the rest, at the pace the first window
+# was decoded, is made within this share of the first window's audio: the middle one only keeps a
+# listener fed on a machine too slow to make the rest in time (and costs ~40 % more generator work).
+AHEAD = 0.75
 
 
 @dataclass(frozen=True)
@@ -151,7 +160,8 @@ def _windowed(
 ) -> Iterator[Decoded]:
     """Row `i` decoded in `_windows`, each window's audio as soon as it is made (module docstring);
     its first `skip` frames (opening silence) not in its audio, where it is windowed. `crowded()`,
-    asked once the first window is out: True makes the rest one window (no middle one)."""
+    asked once the first window is out: True makes the rest one window (no middle one), as does a
+    rest made within AHEAD of the first window's audio at the first window's pace."""
     n = int(side.frames[i])
     frames = side.frames[i : i + 1]
     s, ref = side.ref_s[i : i + 1, STYLE_DIM:], side.ref_s[i : i + 1, :STYLE_DIM]
@@ -161,14 +171,19 @@ def _windowed(
     windows = _windows(n, min(skip, n))
     half, held = CROSSFADE_SAMPLES // 2, None
     ramp = np.linspace(0.0, 1.0, 2 * half, dtype=np.float32)
+    pace = 0.0  # seconds a decoded frame took in the first window
     for k in itertools.count():
         if k == len(windows):
             break
-        if k == 1 and len(windows) == 3 and crowded():
-            windows = [windows[0], (windows[0][1], n)]
+        if k == 1 and len(windows) == 3:
+            rest = n - max(0, windows[0][1] - WINDOW_CONTEXT_FRAMES)  # frames the rest would decode
+            in_time = rest * pace <= AHEAD * (windows[0][1] - windows[0][0]) / FRAMES_PER_SECOND
+            if in_time or crowded():
+                windows = [windows[0], (windows[0][1], n)]
         start, end = windows[k]
         middle = 0 < k < len(windows) - 1  # from frame 0: the sentence's statistics so far
         lo, hi = 0 if middle else max(0, start - WINDOW_CONTEXT_FRAMES), min(n, end + WINDOW_CONTEXT_FRAMES)
+        began = time.perf_counter()
         try:
             (audio,) = generate(
                 model.decoder.generator,
@@ -185,6 +200,7 @@ def _windowed(
         first = (start - lo) * SAMPLES_PER_FRAME - (half if k else 0)
         last = (end - lo) * SAMPLES_PER_FRAME + (half if end < n else 0)
         chunk = audio.float().cpu().numpy()[first:last].copy()
+        pace = pace or (time.perf_counter() - began) / (hi - lo)  # after the copy: a GPU has finished
         if held is not None:
             chunk[: 2 * half] = held * ramp[::-1] + chunk[: 2 * half] * ramp
         final = k == len(windows) - 1
