@@ -31,7 +31,7 @@ from ..engine import fade_in, fade_out
 from ..text import numbers
 from ..text.preparation import normalizer_version
 from . import g2p
-from .allocator import hand_back_freed_memory, keep_freed_memory
+from .allocator import bound_kernel_cache, hand_back_freed_memory, keep_freed_memory
 from .checkpoint import check_model_dir
 from .params import KokoroParams
 from .spec import SPEC
@@ -116,6 +116,7 @@ class KokoroEngine(BatchEngine):
         files = weights.local_files(model_dir) if model_dir else weights.downloaded_files(hf_cache_dir)
         if precision == "int8" and dev.type != "cpu":
             raise ValueError("TTS_PRECISION=int8 runs Kokoro on a CPU only; use fp32 or bf16 on a GPU")
+        bound_kernel_cache()  # oneDNN's (CPU convolutions only), before the first is built
         model = weights.load(files, dev)
         if dev.type == "cpu":  # after loading: the file's copy of the weights is handed back first
             keep_freed_memory()
@@ -145,11 +146,7 @@ class KokoroEngine(BatchEngine):
         version = model_version("kokoro", parts, precision, files.random_weights)
         logger.info(
             "model loaded: %s on %s, %s, %d torch threads, English G2P pipeline %s",
-            version,
-            dev,
-            precision,
-            torch.get_num_threads(),
-            g2p.english_pipeline(),
+            *(version, dev, precision, torch.get_num_threads(), g2p.english_pipeline()),
         )
         return cls(model, files.voices, dev, version, files.random_weights, fixed_length, precision)
 

@@ -1,0 +1,20 @@
+"""The Kokoro worker's memory settings (inference/kokoro/allocator.py): oneDNN's cache of built
+convolutions is bounded (a worker grew with the variety of its requests' lengths), unless the
+operator set its size."""
+
+from __future__ import annotations
+
+import os
+
+from inference.kokoro.allocator import KERNEL_CACHE, bound_kernel_cache
+
+VARIABLE = "ONEDNN_PRIMITIVE_CACHE_CAPACITY"
+
+
+def test_the_kernel_cache_is_bounded_unless_the_operator_sized_it(monkeypatch):
+    monkeypatch.delenv(VARIABLE, raising=False)
+    bound_kernel_cache()
+    assert os.environ[VARIABLE] == str(KERNEL_CACHE) and KERNEL_CACHE < 1024  # oneDNN's default: 1,024
+    monkeypatch.setenv(VARIABLE, "32")
+    bound_kernel_cache()
+    assert os.environ[VARIABLE] == "32"
