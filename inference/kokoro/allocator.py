@@ -20,9 +20,11 @@ KERNEL_CACHE = 128
 
 
 def bound_kernel_cache() -> None:
-    """oneDNN's cache of built convolutions at KERNEL_CACHE, unless the operator set
-    ONEDNN_PRIMITIVE_CACHE_CAPACITY; before the first convolution (oneDNN reads it then)."""
-    os.environ.setdefault("ONEDNN_PRIMITIVE_CACHE_CAPACITY", str(KERNEL_CACHE))
+    """oneDNN's cache of built convolutions at KERNEL_CACHE, unless the operator sized it
+    (ONEDNN_PRIMITIVE_CACHE_CAPACITY, or its older name DNNL_…); before the first convolution is
+    built (oneDNN reads it then, once)."""
+    if not any(f"{prefix}_PRIMITIVE_CACHE_CAPACITY" in os.environ for prefix in ("ONEDNN", "DNNL")):
+        os.environ["ONEDNN_PRIMITIVE_CACHE_CAPACITY"] = str(KERNEL_CACHE)
 
 
 def keep_freed_memory() -> None:

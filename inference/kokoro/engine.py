@@ -301,7 +301,7 @@ class KokoroEngine(BatchEngine):
         from .fused import Compiled, current  # noqa: PLC0415  (torch: worker processes only)
 
         g2p.warm_up()
-        params = KokoroParams(voice=((next(iter(self.voices)), 1.0),))
+        params = KokoroParams(voice=((next(iter(self.voices)), 1.0),), language="en-us")  # read whole
         batches = [[BatchRow("warm", "Hi.", params, 0)]]
         if getattr(self.device, "type", "cpu") != "cpu":
             batches[0].append(BatchRow("warm-2", "Hello there, and welcome.", params, 0))

@@ -159,9 +159,9 @@ def _windowed(
     crowded: Callable[[], bool] = lambda: False,
 ) -> Iterator[Decoded]:
     """Row `i` decoded in `_windows`, each window's audio as soon as it is made (module docstring);
-    its first `skip` frames (opening silence) not in its audio, where it is windowed. `crowded()`,
-    asked once the first window is out: True makes the rest one window (no middle one), as does a
-    rest made within AHEAD of the first window's audio at the first window's pace."""
+    its first `skip` frames (opening silence) not in its audio, where it is windowed. Once the first
+    window is out the rest is one window (no middle one) where it is made within AHEAD of the first
+    window's audio at the first window's pace, or else where `crowded()`."""
     n = int(side.frames[i])
     frames = side.frames[i : i + 1]
     s, ref = side.ref_s[i : i + 1, STYLE_DIM:], side.ref_s[i : i + 1, :STYLE_DIM]

@@ -12,9 +12,14 @@ VARIABLE = "ONEDNN_PRIMITIVE_CACHE_CAPACITY"
 
 
 def test_the_kernel_cache_is_bounded_unless_the_operator_sized_it(monkeypatch):
-    monkeypatch.delenv(VARIABLE, raising=False)
+    monkeypatch.setenv(VARIABLE, "1024")  # whatever the session had is put back after
+    monkeypatch.delenv(VARIABLE)
     bound_kernel_cache()
     assert os.environ[VARIABLE] == str(KERNEL_CACHE) and KERNEL_CACHE < 1024  # oneDNN's default: 1,024
     monkeypatch.setenv(VARIABLE, "32")
     bound_kernel_cache()
     assert os.environ[VARIABLE] == "32"
+    monkeypatch.delenv(VARIABLE)
+    monkeypatch.setenv("DNNL_PRIMITIVE_CACHE_CAPACITY", "64")  # oneDNN's older name, read after the new one
+    bound_kernel_cache()
+    assert VARIABLE not in os.environ

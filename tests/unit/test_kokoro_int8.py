@@ -72,7 +72,7 @@ def test_a_length_of_whole_windows_is_neither_cut_short_nor_compiled_again():
     """Such a length (once in 256) gets one window more, cut off; compiled, no part of the padding
     is ever one sample long, a shape of its own: such a request ran the graphs a warm-up made
     rather than waiting ~1 s for new ones."""
-    conv = conv_on_a_grid(kernel=3, dilation=1)  # reach 1: padding of 1 + (-length) % WINDOW before
+    conv = conv_on_a_grid(kernel=3, dilation=1)  # reach 1: a length of whole windows left 1 zero after it
     x = 0.05 * (torch.randint(0, 256, (1, 32, 2 * WINDOW), generator=torch.Generator().manual_seed(8)).float() - 128)
     with torch.no_grad():
         want = conv(x)
