@@ -133,7 +133,7 @@ def _snake_padded(x, mask, h, weight, bias, eps, alpha, reach):
 def _joined_snake_padded(raw, scale, zero, w_sum, conv_bias, mask, h, weight, bias, eps, alpha, reach):
     """The first convolution's windows joined, AdaIN + Snake, `padded` for the second."""
     x = joined(raw, scale, zero, w_sum, conv_bias, mask.shape[0], mask.shape[-1]).transpose(1, 2)
-    return padded(adain_snake(x, mask, h, weight, bias, eps, alpha).transpose(1, 2), reach)
+    return _snake_padded(x, mask, h, weight, bias, eps, alpha, reach)
 
 
 def _joined_added(raw, scale, zero, w_sum, conv_bias, x):
